@@ -1,0 +1,28 @@
+"""mhattn: multi-head attention from scratch in NumPy, the code of an interactive chapter.
+
+The package is small enough to read in one sitting, in this order:
+
+1. :mod:`mhattn.softmax` -- a numerically stable softmax.
+2. :mod:`mhattn.attention` -- scaled dot-product attention, with masks.
+3. :mod:`mhattn.masks` -- causal and padding masks (True = may attend).
+4. :mod:`mhattn.heads` -- splitting ``d_model`` into heads and back.
+5. :mod:`mhattn.multihead` -- the full module with a fused ``W_qkv`` projection.
+6. :mod:`mhattn.blockwise` -- the same output, a block of queries at a time.
+"""
+
+from .attention import scaled_dot_product_attention
+from .heads import combine_heads, split_heads
+from .masks import causal_mask, padding_mask
+from .multihead import MultiHeadAttention
+from .softmax import softmax
+
+__all__ = [
+    "MultiHeadAttention",
+    "causal_mask",
+    "combine_heads",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "softmax",
+    "split_heads",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,66 @@
+"""A numerically stable softmax."""
+
+import numpy as np
+
+from . import _checks
+
+
+def softmax(x, axis=-1):
+    r"""Turn scores into probabilities along ``axis``.
+
+    .. math::
+
+        \operatorname{softmax}(x)_i = \frac{e^{x_i - m}}{\sum_j e^{x_j - m}},
+        \qquad m = \max_j x_j
+
+    Subtracting the maximum changes nothing mathematically (the factor :math:`e^{-m}`
+    cancels) but keeps every exponent :math:`\le 0`, so ``exp`` can never overflow,
+    however large the logits.
+
+    Parameters
+    ----------
+    x : array_like of float, any shape
+        Logits. ``-inf`` is allowed and means "probability exactly zero".
+    axis : int, default -1
+        The axis that sums to one.
+
+    Returns
+    -------
+    ndarray, same shape and float dtype as ``x``
+        Probabilities: non-negative, summing to one along ``axis``. float32 stays
+        float32; integers become float64.
+
+        A slice that is entirely ``-inf`` (nothing may receive any probability) comes
+        back as all zeros, not NaN: the same choice this package makes for a fully
+        masked attention row, and the one ``torch.nn.functional.scaled_dot_product_attention``
+        makes.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` holds NaN or ``+inf`` (there is no sensible probability for them), or
+        ``axis`` is out of range.
+    """
+    x = _checks.real_array("x", x)
+    if np.isnan(x).any() or np.isposinf(x).any():
+        raise ValueError("x must not contain NaN or +inf; -inf is allowed (it means probability 0)")
+    if not -x.ndim <= axis < max(x.ndim, 1):
+        raise ValueError(f"axis must be in [-{x.ndim}, {x.ndim - 1}] for x of shape {x.shape}; got {axis}")
+    return softmax_(np.array(x, copy=True), axis=axis)
+
+
+def softmax_(scores, axis=-1):
+    """Softmax of a float array computed in place, without checks; returns ``scores``.
+
+    The attention functions call this on a scores array they have just created, which
+    saves one allocation of the largest array in the computation. ``scores`` must not
+    contain NaN or ``+inf``; an all ``-inf`` slice becomes zeros.
+    """
+    row_max = scores.max(axis=axis, keepdims=True)
+    row_max[np.isneginf(row_max)] = 0.0  # all -inf slice: subtract 0 so exp gives 0, not NaN
+    np.subtract(scores, row_max, out=scores)
+    np.exp(scores, out=scores)  # every exponent <= 0: no overflow
+    total = scores.sum(axis=axis, keepdims=True)
+    total[total == 0] = 1.0  # all -inf slice: 0 / 1 = 0
+    np.divide(scores, total, out=scores)
+    return scores
