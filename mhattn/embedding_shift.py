@@ -1,0 +1,47 @@
+"""Where does attention move each token? A 2-D view of inputs and outputs together."""
+
+import numpy as np
+from sklearn.decomposition import PCA
+
+from . import _checks
+
+
+def embedding_shift_2d(inputs, outputs):
+    """Project input and output token vectors into one shared 2-D PCA plane.
+
+    PCA is fitted on the inputs and outputs stacked together, so both live in the same
+    coordinates and the arrow from ``inputs_2d[i]`` to ``outputs_2d[i]`` shows how
+    attention moved token ``i``.
+
+    Parameters
+    ----------
+    inputs : ndarray of shape ``(seq_len, d_model)``
+        One sequence's token vectors before attention.
+    outputs : ndarray of shape ``(seq_len, d_model)``
+        The same tokens after attention.
+
+    Returns
+    -------
+    inputs_2d : ndarray of shape ``(seq_len, 2)``
+    outputs_2d : ndarray of shape ``(seq_len, 2)``
+    explained_variance_ratio : ndarray of shape ``(2,)``
+        The share of the stacked vectors' variance each component keeps.
+
+    Notes
+    -----
+    Each component's sign is fixed so that its largest-magnitude loading is positive
+    (scikit-learn's own sign convention has changed between releases); the picture is
+    then the same on every run and every version.
+    """
+    inputs, outputs = (_checks.real_array(n, a) for n, a in (("inputs", inputs), ("outputs", outputs)))
+    _checks.ndim("inputs", inputs, 2, "(seq_len, d_model)")
+    if outputs.shape != inputs.shape:
+        raise ValueError(f"outputs must have the shape of inputs {inputs.shape}; got shape {outputs.shape}")
+    if inputs.shape[0] < 2:
+        raise ValueError(f"inputs must hold at least 2 tokens for a 2-D PCA; got shape {inputs.shape}")
+    stacked = np.vstack([inputs, outputs]).astype(np.float64)  # (2 * seq_len, d_model)
+    pca = PCA(n_components=2, svd_solver="full").fit(stacked)
+    signs = np.sign(pca.components_[np.arange(2), np.abs(pca.components_).argmax(axis=1)])  # (2,)
+    points = (stacked - pca.mean_) @ (pca.components_.T * signs)  # (2 * seq_len, 2)
+    seq_len = inputs.shape[0]
+    return points[:seq_len], points[seq_len:], pca.explained_variance_ratio_
