@@ -1,0 +1,105 @@
+"""softmax: a probability distribution along one axis, for logits of any size."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from mhattn import softmax
+
+FLOAT_DTYPES = st.sampled_from([np.float32, np.float64])
+
+
+def logits(dtype=np.float64, max_side=6, bound=1e4):
+    return hnp.arrays(
+        dtype,
+        hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=max_side),
+        elements=st.floats(-bound, bound, allow_nan=False, width=np.dtype(dtype).itemsize * 8),
+    )
+
+
+@given(logits(), st.integers(0, 2))
+def test_sums_to_one_along_the_chosen_axis_only(x, axis):
+    axis = axis % x.ndim
+    p = softmax(x, axis=axis)
+    np.testing.assert_allclose(p.sum(axis=axis), 1.0, rtol=1e-12)
+    assert (p >= 0).all() and (p <= 1).all()
+
+
+@given(logits(bound=100), st.floats(-1e3, 1e3))
+def test_adding_a_constant_to_every_logit_changes_nothing(x, shift):
+    np.testing.assert_allclose(softmax(x + shift), softmax(x), atol=1e-9)
+
+
+@given(logits(bound=1e4))
+def test_never_overflows_even_for_huge_logits(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow in exp would warn
+        p = softmax(x * 1e30 if np.abs(x).max() > 0 else x)
+    assert np.isfinite(p).all()
+
+
+@given(FLOAT_DTYPES.flatmap(logits))
+def test_keeps_float32_as_float32_and_float64_as_float64(x):
+    assert softmax(x).dtype == x.dtype
+
+
+def test_integers_become_float64():
+    assert softmax(np.array([1, 2, 3])).dtype == np.float64
+
+
+def test_matches_the_textbook_formula_for_moderate_logits():
+    x = np.array([[0.5, -1.0, 2.0], [3.0, 3.0, 0.0]])
+    by_hand = [[math.exp(v) / sum(math.exp(w) for w in row) for v in row] for row in x]
+    np.testing.assert_allclose(softmax(x), by_hand, rtol=1e-14)
+
+
+def test_huge_logits_of_both_signs_give_the_exact_limit():
+    np.testing.assert_array_equal(softmax(np.array([1e4, -1e4, 0.0])), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(softmax(np.array([1e4, 1e4])), [0.5, 0.5])
+
+
+def test_minus_infinity_gets_exactly_zero_probability():
+    p = softmax(np.array([1.0, -np.inf, 1.0]))
+    np.testing.assert_array_equal(p, [0.5, 0.0, 0.5])
+
+
+def test_an_all_minus_infinity_slice_gives_zeros_without_a_warning():
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, -np.inf, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = softmax(x)
+    np.testing.assert_array_equal(p, [[0.0, 0.0, 0.0], [0.5, 0.0, 0.5]])
+
+
+def test_axis_zero_normalises_columns_not_rows():
+    x = np.array([[0.0, 1.0], [0.0, 3.0]])
+    p = softmax(x, axis=0)
+    np.testing.assert_allclose(p.sum(axis=0), [1.0, 1.0])
+    assert not np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_input_is_not_modified():
+    x = np.array([1.0, 2.0, 3.0])
+    softmax(x)
+    np.testing.assert_array_equal(x, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_plus_infinity_is_rejected_by_name(bad):
+    with pytest.raises(ValueError, match=r"x must not contain NaN or \+inf"):
+        softmax(np.array([0.0, bad]))
+
+
+def test_an_axis_out_of_range_is_rejected_with_the_shape():
+    with pytest.raises(ValueError, match=r"axis must be in \[-2, 1\] for x of shape \(2, 3\); got 2"):
+        softmax(np.zeros((2, 3)), axis=2)
+
+
+def test_non_numeric_input_is_a_type_error():
+    with pytest.raises(TypeError, match="x must hold real numbers; got an array of dtype <U1"):
+        softmax(np.array(["a", "b"]))
