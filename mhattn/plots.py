@@ -1,0 +1,214 @@
+"""Static pictures of attention that the chapter's notebooks share.
+
+Every function takes plain arrays, draws with matplotlib and returns the ``Figure`` or
+``Axes`` it drew on, so a notebook can add to the picture or save it. Nothing here
+computes attention: the numbers come from the rest of the package.
+"""
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
+
+from . import _checks
+
+#: The colour map of every heatmap: light = little weight, dark = much.
+WEIGHTS_CMAP = "Blues"
+
+
+def _labels(name, labels, count):
+    """``labels`` as a list of ``count`` strings (``0, 1, ...`` when None)."""
+    if labels is None:
+        return [str(i) for i in range(count)]
+    if isinstance(labels, str):
+        raise TypeError(f"{name} must be a sequence of {count} labels, not a single string {labels!r}")
+    labels = [str(label) for label in labels]
+    if len(labels) != count:
+        raise ValueError(f"{name} must hold {count} labels, one per position; got {len(labels)}")
+    return labels
+
+
+def _weights(name, weights, expected_ndim, layout):
+    weights = _checks.finite(name, _checks.real_array(name, weights))
+    if weights.ndim == expected_ndim + 1 and weights.shape[0] == 1:
+        hint = f" (a batch of one? pass {name}[0])"
+    else:
+        hint = ""
+    if weights.ndim != expected_ndim:
+        raise ValueError(f"{name} must be {expected_ndim}-D with shape {layout}; got shape {weights.shape}{hint}")
+    if (weights < 0).any():
+        raise ValueError(f"{name} must be attention weights (non-negative); found minimum {weights.min():.3g}")
+    return weights
+
+
+def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", vmax=None, annotate=True):
+    """Draw one attention matrix as a heatmap: a row per query, a column per key.
+
+    Parameters
+    ----------
+    weights : ndarray of shape ``(seq_q, seq_k)``
+        ``weights[i, j]`` is how much query ``i`` takes from key ``j``.
+    tokens : sequence of str, optional
+        Labels of the positions (``seq_q == seq_k``), or None for ``0, 1, ...``.
+        For cross-attention (``seq_q != seq_k``) pass None.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new 5 x 4.2 inch figure when None.
+    title : str
+        The Axes title.
+    vmax : float, optional
+        The weight drawn darkest. Default: the largest weight. Pass the same value to
+        several plots to compare them on one scale.
+    annotate : bool, default True
+        Write each weight in its cell (rounded to two decimals).
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+        The heatmap; ``image.axes`` is the Axes, ``image.get_array()`` the weights.
+        Pass it to ``fig.colorbar`` (:func:`plot_heads` does).
+    """
+    weights = _weights("weights", weights, 2, "(seq_q, seq_k)")
+    seq_q, seq_k = weights.shape
+    if tokens is not None and seq_q != seq_k:
+        raise ValueError(f"tokens label square weights only; got weights of shape {weights.shape}")
+    query_labels = _labels("tokens", tokens, seq_q)
+    key_labels = _labels("tokens", tokens, seq_k)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 4.2), layout="constrained")
+    vmax = float(weights.max()) if vmax is None else float(vmax)
+    image = ax.imshow(weights, cmap=WEIGHTS_CMAP, vmin=0.0, vmax=vmax)
+    ax.set_xticks(range(seq_k), key_labels)
+    ax.set_yticks(range(seq_q), query_labels)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    ax.set_title(title)
+    if annotate:
+        for (i, j), value in np.ndenumerate(weights):
+            dark = value > 0.6 * vmax
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    return image
+
+
+def plot_heads(weights, tokens=None, *, title=None, vmax=None, annotate=True, figsize=None):
+    """Draw every head's attention weights side by side, on one shared colour scale.
+
+    Parameters
+    ----------
+    weights : ndarray of shape ``(num_heads, seq_q, seq_k)``
+        One sequence's weights, e.g. ``weights[0]`` of what
+        :meth:`mhattn.MultiHeadAttention.forward` returns.
+    tokens : sequence of str, optional
+        Labels of the positions, or None for ``0, 1, ...``.
+    title : str, optional
+        Title above all panels.
+    vmax : float, optional
+        The weight drawn darkest in every panel. Default: the largest weight of all heads,
+        so the panels are comparable with each other.
+    annotate : bool, default True
+        Write each weight in its cell.
+    figsize : (float, float), optional
+        Default: 2.9 inches per head plus room for the colour bar, 3.6 inches high.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        ``num_heads`` heatmap Axes (titled ``head 0``, ``head 1``, ...) then one colour bar Axes.
+    """
+    weights = _weights("weights", weights, 3, "(num_heads, seq_q, seq_k)")
+    num_heads = weights.shape[0]
+    if figsize is None:
+        figsize = (2.9 * num_heads + 1.0, 3.6)
+    fig, axes = plt.subplots(1, num_heads, figsize=figsize, layout="constrained", squeeze=False)
+    vmax = float(weights.max()) if vmax is None else float(vmax)
+    for h, ax in enumerate(axes[0]):
+        image = plot_attention(weights[h], tokens, ax=ax, title=f"head {h}", vmax=vmax, annotate=annotate)
+        if h > 0:
+            ax.set_ylabel("")
+    fig.colorbar(image, ax=axes[0].tolist(), label="attention weight", fraction=0.03, pad=0.02)
+    if title is not None:
+        fig.suptitle(title)
+    return fig
+
+
+def plot_embedding_shift(
+    inputs_2d,
+    outputs_2d,
+    explained=None,
+    labels=None,
+    *,
+    ax=None,
+    title="How attention moves each position",
+    input_label="input",
+    output_label="output",
+):
+    """Draw each position's input and output in 2-D, with an arrow from one to the other.
+
+    Inputs are hollow circles, outputs filled circles in the same colour, and each
+    position's label sits next to its input.
+
+    Parameters
+    ----------
+    inputs_2d : ndarray of shape ``(seq_len, 2)``
+        Coordinates of the vectors before, e.g. from :func:`mhattn.embedding_shift.embedding_shift_2d`.
+    outputs_2d : ndarray of shape ``(seq_len, 2)``
+        Coordinates of the same positions after, in the same plane.
+    explained : ndarray of shape ``(2,)``, optional
+        Share of variance each axis keeps; shown in the axis labels.
+    labels : sequence of str, optional
+        Position labels, or None for ``pos 0``, ``pos 1``, ...
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new 7 x 6 inch figure when None.
+    title : str
+        The Axes title.
+    input_label, output_label : str
+        Legend entries for the hollow and the filled circles.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    points = []
+    for name, array in (("inputs_2d", inputs_2d), ("outputs_2d", outputs_2d)):
+        array = _checks.finite(name, _checks.real_array(name, array))
+        _checks.ndim(name, array, 2, "(seq_len, 2)")
+        if array.shape[1] != 2:
+            raise ValueError(f"{name} must have shape (seq_len, 2); got shape {array.shape}")
+        points.append(array)
+    inputs_2d, outputs_2d = points
+    if outputs_2d.shape != inputs_2d.shape:
+        raise ValueError(f"outputs_2d must have the shape of inputs_2d {inputs_2d.shape}; got {outputs_2d.shape}")
+    seq_len = inputs_2d.shape[0]
+    labels = [f"pos {i}" for i in range(seq_len)] if labels is None else _labels("labels", labels, seq_len)
+    if explained is not None:
+        explained = _checks.real_array("explained", explained)
+        if explained.shape != (2,):
+            raise ValueError(f"explained must have shape (2,); got shape {explained.shape}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 6), layout="constrained")
+
+    colours = plt.get_cmap("tab10")(np.arange(seq_len) % 10)  # (seq_len, 4): one colour per position
+    ax.scatter(*inputs_2d.T, s=90, facecolors="none", edgecolors=colours, linewidths=1.8, label=input_label, zorder=3)
+    ax.scatter(*outputs_2d.T, s=90, c=colours, edgecolors="black", linewidths=0.6, label=output_label, zorder=3)
+    for start, end, colour in zip(inputs_2d, outputs_2d, colours, strict=True):
+        ax.annotate(
+            "", xy=end, xytext=start, zorder=2,
+            arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.3, "shrinkA": 6, "shrinkB": 6, "alpha": 0.8},
+        )
+    for (x, y), label in zip(inputs_2d, labels, strict=True):
+        ax.annotate(label, (x, y), xytext=(7, 7), textcoords="offset points", fontsize=9)
+
+    def axis_label(k):
+        share = "" if explained is None else f" ({explained[k]:.0%} of variance)"
+        return f"principal component {k + 1}{share}"
+
+    ax.set_xlabel(axis_label(0))
+    ax.set_ylabel(axis_label(1))
+    ax.set_title(title)
+    marker = {"marker": "o", "linestyle": "none", "markersize": 9, "markeredgecolor": "dimgray"}
+    handles = [
+        Line2D([], [], markerfacecolor="none", markeredgewidth=1.8, label=input_label, **marker),
+        Line2D([], [], markerfacecolor="dimgray", label=output_label, **marker),
+    ]
+    ax.legend(handles=handles, loc="best")
+    ax.grid(alpha=0.3)
+    ax.set_aspect("equal", adjustable="datalim")  # equal units: distances in the picture are comparable
+    return ax
