@@ -190,7 +190,10 @@ def plot_embedding_shift(
     ax.scatter(*outputs_2d.T, s=90, c=colours, edgecolors="black", linewidths=0.6, label=output_label, zorder=3)
     for start, end, colour in zip(inputs_2d, outputs_2d, colours, strict=True):
         ax.annotate(
-            "", xy=end, xytext=start, zorder=2,
+            "",
+            xy=end,
+            xytext=start,
+            zorder=2,
             arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.3, "shrinkA": 6, "shrinkB": 6, "alpha": 0.8},
         )
     for (x, y), label in zip(inputs_2d, labels, strict=True):
