@@ -1,0 +1,328 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 1. Softmax: from scores to weights
+#
+# Attention is built from one small function used over and over: the softmax. Before we
+# can trust an attention layer we have to trust this function, including on the inputs
+# where a textbook formula quietly returns `nan`.
+#
+# **In this notebook you will learn**
+#
+# - why attention turns its scores into weights with a softmax, and not by dividing by the
+#   sum or by picking the largest score;
+# - why the formula as written overflows on large scores, and the one-line fix (subtract
+#   the maximum) that the package uses;
+# - three properties you can check with numbers: the weights are positive, they sum to
+#   one, and adding a constant to every score changes nothing;
+# - the most common softmax bug (normalising over the wrong axis), and how to spot it;
+# - how multiplying the scores by a factor makes the weights sharper or flatter, which is
+#   exactly what the $\sqrt{d_k}$ in the next notebook controls.
+
+# %%
+# %matplotlib inline
+# %config InlineBackend.figure_formats = ["png"]
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from mhattn import softmax
+from mhattn.softmax import softmax_
+from mhattn.source import show_source
+
+np.set_printoptions(precision=3, suppress=True)
+FIGURES = Path("../figures")  # the notebooks run with the notebooks/ folder as working directory
+FIGURES.mkdir(exist_ok=True)
+
+# %% [markdown]
+# ## Why attention needs a softmax
+#
+# In attention, one query is compared with every key and each comparison gives a score
+# $s_j$: a real number, large when key $j$ matches the query well, and possibly negative.
+# The query's output is then a mix of the values, $\sum_j w_j v_j$. For that mix to
+# behave, the weights $w_j$ must
+#
+# 1. be **non-negative** and **sum to one**, so the output is a weighted *average* of the
+#    values: it stays on the same scale however many keys there are;
+# 2. **keep the order** of the scores: a better match never gets less weight;
+# 3. **change smoothly** with every score, so that training can nudge any score and see an
+#    effect.
+#
+# Two obvious ideas fail. Dividing the scores by their sum breaks rule 1 as soon as a score
+# is negative (and divides by zero when the scores cancel). Picking the best key, a one-hot
+# `argmax`, breaks rule 3: a small change to a score changes nothing, so there is nothing
+# to learn from. The softmax makes every score positive with an exponential, then divides
+# by the total:
+#
+# $$\operatorname{softmax}(s)_i = \frac{e^{s_i}}{\sum_j e^{s_j}}.$$
+
+# %%
+scores = np.array([3.0, 1.0, -0.5, -1.5])  # one query against four keys
+
+print("divide by the sum:", scores / scores.sum())  # a weight of 1.5 and two negative weights
+print("one-hot argmax:   ", np.eye(len(scores))[scores.argmax()])  # all or nothing, no gradient
+print("softmax:          ", softmax(scores))
+
+# %% [markdown]
+# Only the softmax gives a proper set of weights: all positive, in the same order as the
+# scores, summing to one. Most of the weight goes to the best key, but the others still
+# get a share that grows or shrinks smoothly with their scores.
+#
+# ## The formula as written overflows
+#
+# Here is the formula typed in directly. This naive version is **not** the package's code;
+# we write it to watch it fail.
+
+# %%
+def naive_softmax(x):
+    """The textbook formula, typed in literally. Do not use: it overflows."""
+    e = np.exp(x)
+    return e / e.sum()
+
+
+print(naive_softmax(np.array([3.0, 1.0, -0.5, -1.5])))  # fine on small scores
+
+# %% [markdown]
+# The exponential grows fast. In float64 the largest number is about $1.8 \times 10^{308}$,
+# so $e^{x}$ is `inf` for any $x > 709.78$; in float32, the precision models usually run in,
+# the limit is $x > 88.7$. Scores that large are not exotic: in the next notebook we will see
+# unscaled dot products of wide vectors reach the hundreds. Then the naive softmax divides
+# `inf` by `inf`, which is `nan`. At the other end, very negative scores all underflow to
+# zero and we divide `0` by `0`, again `nan`.
+#
+# NumPy warns about each of these with a `RuntimeWarning`; we silence the warnings on
+# purpose here (`np.errstate`) so that only the broken results are printed.
+
+# %%
+with np.errstate(over="ignore", invalid="ignore"):  # we *want* to see the bad results
+    print("exp(1000.0)              =", np.exp(1000.0))
+    print("naive, scores near 1000  :", naive_softmax(np.array([1000.0, 999.0, 998.0])))
+    print("naive, float32 near 90   :", naive_softmax(np.array([90.0, 89.0, 88.0], dtype=np.float32)))
+    print("naive, scores near -1000 :", naive_softmax(np.array([-1000.0, -1001.0, -1002.0])))
+
+# %% [markdown]
+# ## The fix: subtract the maximum first
+#
+# Multiply the top and the bottom of the fraction by the same number $e^{-m}$:
+#
+# $$\frac{e^{s_i}}{\sum_j e^{s_j}} = \frac{e^{s_i - m}}{\sum_j e^{s_j - m}}.$$
+#
+# The result is the same for any $m$. Choosing $m = \max_j s_j$ has two effects:
+#
+# - every exponent is $\le 0$, so every exponential is at most 1: **no overflow**;
+# - the largest score gives exactly $e^0 = 1$, so the denominator is at least 1:
+#   **no division by zero**, however negative the scores.
+#
+# This is the package's softmax core. (The public `mhattn.softmax` first checks its input,
+# then calls this on a copy.) The two lines that mention a slice that is entirely `-inf`
+# matter for masked attention; notebook 2 comes back to them.
+
+# %%
+show_source(softmax_)
+
+# %%
+print("scores near 1000  :", softmax(np.array([1000.0, 999.0, 998.0])))
+print("scores near -1000 :", softmax(np.array([-1000.0, -1001.0, -1002.0])))
+print("scores 0, -1, -2  :", softmax(np.array([0.0, -1.0, -2.0])))
+print("float32 near 90   :", softmax(np.array([90.0, 89.0, 88.0], dtype=np.float32)), "(dtype stays float32)")
+
+# %% [markdown]
+# All four rows are identical: the scores differ only by a constant, and the constant
+# cancels. That is our first property.
+#
+# ## Three properties, checked with numbers
+#
+# For any scores $s$: the weights are positive, they sum to one, and adding the same
+# constant $c$ to every score leaves them unchanged (the *shift invariance* we just used).
+# *Multiplying* the scores is different: it changes the weights, though never their order.
+
+# %%
+rng = np.random.default_rng(0)
+s = rng.normal(size=6)
+p = softmax(s)
+
+print("weights               :", p)
+print("all positive          :", bool((p > 0).all()))
+print("sum                   :", round(float(p.sum()), 12))
+print("shift by +100 and -100:", np.allclose(softmax(s + 100), p), np.allclose(softmax(s - 100), p))
+print("scale by 2 changes it :", not np.allclose(softmax(2 * s), p), "| same order:",
+      np.array_equal(np.argsort(softmax(2 * s)), np.argsort(p)))
+
+# %% [markdown]
+# ## Common bug: softmax over the wrong axis
+#
+# In attention the scores form a matrix with one row per query and one column per key.
+# Each **query** distributes its attention over the keys, so each *row* must sum to one:
+# the softmax runs over the last axis, `axis=-1`. Over `axis=0` every *column* sums to
+# one instead, which means "each key hands out one unit of attention over the queries".
+# That is a different and meaningless model, and nothing crashes.
+
+# %%
+scores = rng.normal(size=(3, 5))  # 3 queries, 5 keys
+
+right = softmax(scores, axis=-1)
+wrong = softmax(scores, axis=0)
+print("axis=-1, row sums   :", right.sum(axis=-1), "<- one per query, as it should be")
+print("axis=0,  row sums   :", wrong.sum(axis=-1))
+print("axis=0,  column sums:", wrong.sum(axis=0))
+
+square = rng.normal(size=(4, 4))  # self-attention: as many queries as keys
+print("square scores: right and wrong shapes", softmax(square, axis=-1).shape, softmax(square, axis=0).shape)
+
+# %% [markdown]
+# In self-attention the score matrix is square, so the wrong axis even gives an array of
+# the right shape. Shapes cannot catch this bug; the row sums can. Checking
+# `weights.sum(axis=-1)` is one cheap line worth keeping in every test.
+#
+# ## Scaling the scores: from uniform to one-hot
+#
+# Multiplying every score by a factor $\beta$ before the softmax (dividing by a
+# "temperature" $T = 1/\beta$) changes how decisive the weights are. With $\beta$ near zero
+# all scores look alike and the weights approach the uniform $1/n$. With a large $\beta$ the
+# gaps between scores are magnified, and the weights approach a one-hot vector on the best
+# key, the `argmax` we rejected above, with its flat, gradient-free behaviour.
+
+# %%
+logits = np.array([2.0, 1.0, 0.5, 0.0, -1.0])
+keys = np.arange(len(logits))
+betas_shown = [0.25, 1.0, 4.0]
+betas = np.logspace(-2, 2, 200)
+curves = softmax(betas[:, None] * logits, axis=-1)  # (200 betas, 5 keys)
+
+shades = ["#bdbdbd", "#737373", "#252525"]  # light to dark grey: small to large β
+
+fig, (ax_bars, ax_curves) = plt.subplots(1, 2, figsize=(11, 4))
+width = 0.27
+for k, (beta, shade) in enumerate(zip(betas_shown, shades, strict=True)):
+    ax_bars.bar(keys + (k - 1) * width, softmax(beta * logits), width, color=shade, label=f"β = {beta:g}")
+ax_bars.axhline(1 / len(logits), color="gray", linestyle="--", linewidth=1, label="uniform, 1/5")
+ax_bars.set_xticks(keys, [f"key {j}\nscore {v:g}" for j, v in zip(keys, logits, strict=True)])
+ax_bars.set_xlabel("key")
+ax_bars.set_ylabel("weight")
+ax_bars.set_ylim(0, 1)
+ax_bars.set_title("softmax(β · scores) for three values of β")
+ax_bars.legend()
+
+for j in keys:
+    ax_curves.plot(betas, curves[:, j], label=f"key {j} (score {logits[j]:g})")
+ax_curves.axhline(1 / len(logits), color="gray", linestyle="--", linewidth=1)
+for beta, shade in zip(betas_shown, shades, strict=True):
+    ax_curves.axvline(beta, color=shade, linestyle=":", linewidth=1.5)  # the β values of the left panel
+ax_curves.set_xscale("log")
+ax_curves.set_xlabel("β (log scale)")
+ax_curves.set_ylabel("weight")
+ax_curves.set_ylim(0, 1)
+ax_curves.set_title("Small β: uniform.  Large β: one-hot on the best key")
+ax_curves.legend(fontsize=8)
+fig.tight_layout()
+fig.savefig(FIGURES / "01_softmax_temperature.png", dpi=100, metadata={"Software": None})
+plt.show()
+
+# %% [markdown]
+# The left panel shows the same five scores at three values of $\beta$; the right panel
+# follows every key's weight as $\beta$ grows a hundredfold each way (the dotted lines
+# mark the three values on the left). Attention wants to
+# live in the middle of the right panel, where the weights are decisive but still respond
+# to every score. Notebook 2 shows that dot products of wide vectors push the scores far
+# to the right unless we divide them by $\sqrt{d_k}$.
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention needs weights that are positive, sum to one, keep the scores' order and vary
+#   smoothly. The softmax, $e^{s_i} / \sum_j e^{s_j}$, is the standard choice.
+# - Typed in literally, it overflows (`inf / inf = nan`) for scores above about 710 in
+#   float64 or 89 in float32, and gives `0 / 0 = nan` for very negative scores.
+# - Subtracting the row maximum first changes nothing mathematically and fixes both.
+# - In attention the softmax runs over the keys, `axis=-1`; the wrong axis keeps the shape,
+#   so check that rows sum to one.
+# - Scaling the scores moves the weights between uniform and one-hot.
+#
+# ## Exercises
+#
+# Each exercise cell starts with a marked block for your code. It is pre-filled with a
+# placeholder that calls the package, so the notebook runs as shipped; replace it with
+# your own code and run the cell. The checks below the block tell you what is wrong, and
+# say so when the placeholder is still in place.
+#
+# **Exercise 1.** Write a numerically stable `my_softmax(x, axis=-1)` using only NumPy
+# (`np.exp`, `np.max`, `np.sum`, ...), not `mhattn`. It must work along any axis of an array
+# of any shape, survive scores in the thousands, and keep float32 as float32.
+
+# %%
+def my_softmax(x, axis=-1):
+    x = np.asarray(x)
+    # ---- YOUR CODE: replace the placeholder line below ----
+    return softmax(x, axis=axis)  # placeholder: the package's answer
+    # ---- END OF YOUR CODE ----
+
+
+# ---- checks (no need to read them to solve the exercise) ----
+rng_check = np.random.default_rng(1)
+small = rng_check.normal(size=(2, 3, 4))
+for axis in (-1, 0, 1):
+    got = np.asarray(my_softmax(small, axis=axis))
+    assert got.shape == small.shape, f"axis={axis}: the shape changed from {small.shape} to {got.shape}"
+    assert np.allclose(got.sum(axis=axis), 1.0), (
+        f"axis={axis}: the weights along axis {axis} do not sum to one. "
+        "Does every reduction use the same axis, with keepdims=True?"
+    )
+    naive = np.exp(small) / np.exp(small).sum(axis=axis, keepdims=True)  # safe on small scores
+    assert np.allclose(got, naive), f"axis={axis}: the values differ from the softmax formula"
+with np.errstate(all="ignore"):  # let the asserts, not warnings, report an overflow
+    huge = my_softmax(small * 1000 + 5000)
+assert np.isfinite(huge).all(), "scores in the thousands gave inf or nan: something still overflows"
+assert np.allclose(huge, my_softmax(small * 1000)), "adding a constant to every score changed the weights"
+assert my_softmax(small.astype(np.float32)).dtype == np.float32, "float32 scores must give float32 weights"
+
+if "softmax" in my_softmax.__code__.co_names:
+    print("The checks pass, but this is still the placeholder: replace it with your own code.")
+else:
+    print("All checks pass. Well done!")
+
+# %% [markdown]
+# **Exercise 2.** The *log-sum-exp* $\operatorname{lse}(x) = \log \sum_j e^{x_j}$ is the
+# logarithm of the softmax's denominator; language models use it to turn scores into
+# log-probabilities, $\log \operatorname{softmax}(x)_i = x_i - \operatorname{lse}(x)$.
+# Write `my_logsumexp(x)` for a 1-D array, without `mhattn`, so that it returns a finite,
+# correct number for scores near $+1000$ and near $-1000$ alike.
+# *Hint:* the trick of this notebook works here too.
+
+# %%
+def my_logsumexp(x):
+    x = np.asarray(x, dtype=np.float64)
+    # ---- YOUR CODE: replace the placeholder lines below ----
+    best = np.argmax(x)  # placeholder: lse(x) = x_i - log softmax(x)_i, for any i
+    return x[best] - np.log(softmax(x)[best])
+    # ---- END OF YOUR CODE ----
+
+
+# ---- checks ----
+x_check = np.random.default_rng(2).normal(size=7)
+assert np.isclose(my_logsumexp(x_check), np.log(np.sum(np.exp(x_check)))), "wrong value on small scores"
+with np.errstate(all="ignore"):
+    high, low = my_logsumexp(x_check + 1000), my_logsumexp(np.full(5, -1000.0))
+assert np.isfinite(high), "scores near +1000 gave inf or nan: exp overflowed"
+assert np.isclose(high, my_logsumexp(x_check) + 1000), "lse(x + c) should equal lse(x) + c"
+assert np.isfinite(low), "scores near -1000 gave -inf or nan: every exp underflowed to zero"
+assert np.isclose(low, -1000 + np.log(5)), "five equal scores a should give a + log(5)"
+assert np.allclose(np.exp(x_check - my_logsumexp(x_check)), softmax(x_check)), "exp(x - lse(x)) should be the softmax"
+
+if "softmax" in my_logsumexp.__code__.co_names:
+    print("The checks pass, but this is still the placeholder: replace it with your own code.")
+else:
+    print("All checks pass. Well done!")
