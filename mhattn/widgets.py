@@ -1,0 +1,402 @@
+"""An interactive explorer: change the settings, watch every head's attention change.
+
+:func:`explorer` returns one ipywidgets widget: controls for ``seq_len``, ``d_model``,
+``num_heads``, the random seed and the mask, a one-line readout, and a picture with one
+heatmap of attention weights per head next to a 2-D view of how attention moved each token.
+
+The picture is a single matplotlib :class:`~matplotlib.figure.Figure` kept for the widget's
+whole life (never registered with pyplot, so nothing accumulates in ``plt``). A change of
+setting updates its artists in place -- new image data, new point offsets -- and the heatmap
+panels are rebuilt only when ``num_heads`` changes. The figure is rendered to PNG bytes and
+shown in an :class:`ipywidgets.Image`, which works the same in JupyterLab, Voila and a test
+without any frontend.
+
+What is drawn, so that it can be recomputed independently::
+
+    x = np.random.RandomState(seed).randn(2, MAX_SEQ_LEN, d_model)[:, :seq_len]
+    output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
+    # the explorer shows sequence 1 (the second of the batch): weights[1], and
+    # embedding_shift_2d(x[1], output[1])
+
+Taking the first ``seq_len`` tokens of a fixed ``MAX_SEQ_LEN``-token batch means that
+moving the ``seq_len`` slider adds or removes tokens at the end and leaves the others as
+they were. For ``mask="padding"`` the second sequence keeps its first
+``padded_length(seq_len)`` tokens and the rest are padding.
+"""
+
+import io
+import math
+
+import ipywidgets as widgets
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from PIL import Image as PILImage
+from threadpoolctl import threadpool_limits
+
+from . import _checks
+from .embedding_shift import embedding_shift_2d
+from .masks import causal_mask, padding_mask
+from .multihead import MultiHeadAttention
+
+MIN_SEQ_LEN, MAX_SEQ_LEN = 2, 32
+D_MODELS = (12, 16, 32, 48, 64)
+MAX_HEADS = 8  # more panels than this would be too small to read
+MASKS = ("none", "causal", "padding")
+MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
+SHOWN = 1  # the explorer draws sequence 1 of the batch of two (the one padding shortens)
+
+FIGSIZE = (10.0, 4.3)  # inches, the same for every setting
+DPI = 96
+_HEADS_BOX = (0.045, 0.11, 0.565, 0.82)  # left, bottom, right, top of the heatmap area (figure fraction)
+_PCA_BOX = (0.685, 0.11, 0.985, 0.82)
+_CMAP = matplotlib.colormaps["Blues"].with_extremes(bad="#c8c8c8")  # masked cells (weight exactly 0) are grey
+_INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
+
+
+def head_choices(d_model):
+    """The head counts the explorer offers for ``d_model``: divisors of it, at most ``MAX_HEADS``."""
+    return tuple(h for h in range(1, MAX_HEADS + 1) if d_model % h == 0)
+
+
+def padded_length(seq_len):
+    """Real tokens in the padded sequence: the first half (rounded up); the rest is padding."""
+    return seq_len - seq_len // 2
+
+
+def _grid(num_heads):
+    """(rows, columns) of heatmap panels: one row up to three heads, two rows after that."""
+    rows = 1 if num_heads <= 3 else 2
+    return rows, math.ceil(num_heads / rows)
+
+
+class Explorer(widgets.VBox):
+    """The widget :func:`explorer` returns; see the module docstring for what it draws.
+
+    Attributes
+    ----------
+    seq_len, d_model, num_heads, seed, mask : ipywidgets controls
+        Set ``.value`` to change a setting; the picture and readout update at once.
+    readout : ipywidgets.HTML
+        One line: the settings, ``d_k`` and the per-query sums of the weights.
+    image : ipywidgets.Image
+        The rendered figure (PNG bytes in ``image.value``).
+    figure : matplotlib.figure.Figure
+        The one figure, kept and updated in place.
+    head_axes, head_images : lists, one per head
+        The heatmap axes and their ``AxesImage`` (``get_array()`` is what is drawn).
+    pca_axes, pca_inputs, pca_outputs, pca_arrows
+        The embedding-shift panel: hollow input circles, filled output circles and arrows.
+    x, output, weights, allowed, inputs_2d, outputs_2d, explained
+        The arrays behind the current picture.
+    renders : int
+        How many times the figure has been rendered.
+    """
+
+    def __init__(self, d_model=64, num_heads=4, seq_len=8, seed=123, mask="none"):
+        style = {"description_width": "initial"}
+        self.seq_len = widgets.IntSlider(
+            value=seq_len, min=MIN_SEQ_LEN, max=MAX_SEQ_LEN, description="seq_len",
+            continuous_update=False, style=style,
+        )
+        self.d_model = widgets.Dropdown(
+            options=D_MODELS, value=d_model, description="d_model", style=style,
+            layout=widgets.Layout(width="150px"),
+        )
+        self.num_heads = widgets.Dropdown(
+            options=head_choices(d_model), value=num_heads, description="num_heads", style=style,
+            layout=widgets.Layout(width="160px"),
+        )
+        self.seed = widgets.BoundedIntText(
+            value=seed, min=0, max=MAX_SEED, description="seed", style=style,
+            layout=widgets.Layout(width="170px"),
+        )
+        self.mask = widgets.ToggleButtons(
+            options=MASKS, value=mask, description="mask", style={"button_width": "70px", **style},
+        )
+        self.readout = widgets.HTML()
+        self.explanation = widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        self.renders = 0
+
+        self.figure = Figure(figsize=FIGSIZE, dpi=DPI)
+        self._canvas = FigureCanvasAgg(self.figure)
+        self._build_pca_panel()
+        self.head_axes, self.head_images, self._head_count = [], [], 0
+        self._background, self._background_layout = None, None
+        self._colorbar_axes = self.figure.add_axes((_HEADS_BOX[2] + 0.015, _HEADS_BOX[1], 0.012,
+                                                    _HEADS_BOX[3] - _HEADS_BOX[1]))
+        self._title = self.figure.text(0.5 * (_HEADS_BOX[0] + _HEADS_BOX[2]), 0.985, "", ha="center", va="top",
+                                       fontsize=10, linespacing=1.3)
+
+        self._busy = False
+        self.d_model.observe(self._on_d_model, names="value")
+        for control in (self.seq_len, self.num_heads, self.seed, self.mask):
+            control.observe(self._on_change, names="value")
+
+        controls = widgets.VBox([
+            widgets.HBox([self.seq_len, self.d_model, self.num_heads, self.seed]),
+            self.mask,
+        ])
+        super().__init__([controls, self.readout, self.image, self.explanation])
+        self.update()
+
+    # -- reacting to the controls -------------------------------------------------------
+
+    def _on_d_model(self, change):
+        """New d_model: offer only the head counts that divide it, keep the old one if it still fits."""
+        choices = head_choices(change["new"])
+        old = self.num_heads.value
+        keep = old if old in choices else max(h for h in choices if h <= old)
+        self._busy = True  # one redraw for the whole change, not one per trait
+        try:
+            self.num_heads.options = choices
+            self.num_heads.value = keep
+        finally:
+            self._busy = False
+        self.update()
+
+    def _on_change(self, change):
+        if not self._busy:
+            self.update()
+
+    # -- computing and drawing ----------------------------------------------------------
+
+    def compute(self):
+        """Run the model for the current settings; store and return ``(weights, allowed)`` of the shown sequence."""
+        seq_len, d_model, num_heads = self.seq_len.value, self.d_model.value, self.num_heads.value
+        seed = self.seed.value
+        x = np.random.RandomState(seed).randn(2, MAX_SEQ_LEN, d_model)[:, :seq_len]  # (2, seq_len, d_model)
+        mask = {
+            "none": None,
+            "causal": causal_mask(seq_len),  # (seq_len, seq_len)
+            "padding": padding_mask(np.array([seq_len, padded_length(seq_len)]), seq_len),  # (2, 1, 1, seq_len)
+        }[self.mask.value]
+        output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
+        allowed = np.ones((2, num_heads, seq_len, seq_len), dtype=bool)
+        if mask is not None:
+            allowed &= mask  # (2, num_heads, seq_len, seq_len)
+        self.x, self.output, self.weights, self.allowed = x, output, weights, allowed
+        self.inputs_2d, self.outputs_2d, self.explained = embedding_shift_2d(x[SHOWN], output[SHOWN])
+        return weights[SHOWN], allowed[SHOWN]
+
+    def update(self):
+        """Recompute, redraw the figure in place, refresh the readout and the image."""
+        # The matrices here are tiny: BLAS worker threads cost far more than they save (and
+        # spin on the cores matplotlib needs next), so run the computation on one thread.
+        with threadpool_limits(limits=1, user_api="blas"):
+            weights, allowed = self.compute()  # (num_heads, seq_len, seq_len) each
+        num_heads, seq_len = weights.shape[:2]
+        if num_heads != self._head_count:
+            self._build_head_panels(num_heads)
+        layout = (num_heads, seq_len, self.mask.value)  # what the static background shows
+        if layout != self._background_layout:
+            self._update_background(seq_len)
+        extent = (-0.5, seq_len - 0.5, seq_len - 0.5, -0.5)
+        for image, w, a in zip(self.head_images, weights, allowed, strict=True):
+            image.set_data(np.ma.masked_array(w, mask=~a))  # masked cells are drawn grey
+            image.set_extent(extent)
+        self._update_pca_panel(seq_len)
+        self.readout.value = self._readout_html(weights)
+        self.explanation.value = self._explanation_html(seq_len)
+        self.image.value = self._render_png(layout)
+        self.renders += 1
+
+    def _update_background(self, seq_len):
+        """Ticks and titles: the parts that change only with num_heads, seq_len or the mask."""
+        ticks = MaxNLocator(nbins=4, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
+        ticks = ticks[(ticks >= 0) & (ticks <= seq_len - 1)]
+        limits = (-0.5, seq_len - 0.5)
+        for ax in self.head_axes:
+            ax.set_xlim(limits)
+            ax.set_ylim(limits[::-1])  # query 0 at the top, like a matrix
+            ax.set_xticks(ticks if ax.xaxis.get_label_text() else [])  # ticks only on the outer panels
+            ax.set_yticks(ticks if ax.yaxis.get_label_text() else [])
+        grey = "\ngrey = masked: the weight is exactly 0" if self.mask.value != "none" else ""
+        self._title.set_text(f"attention weights of sequence {SHOWN + 1} of a batch of 2\n"
+                             f"one panel per head  ·  row = query, column = key{grey}")
+
+    def _render_png(self, layout):
+        """Draw the figure and encode it as PNG bytes.
+
+        Everything that changes on every update (heatmaps, points, arrows, labels) is an
+        *animated* artist, left out of ``canvas.draw()``. The rest -- frames, ticks, titles,
+        the colour bar -- is drawn once per ``layout`` and kept as a bitmap; an update copies
+        that bitmap back and draws only the animated artists on top (matplotlib's blitting).
+        """
+        if layout != self._background_layout:
+            self._canvas.draw()  # the static parts only
+            self._background = self._canvas.copy_from_bbox(self.figure.bbox)
+            self._background_layout = layout
+        else:
+            self._canvas.restore_region(self._background)
+        for artist in self._animated():
+            self.figure.draw_artist(artist)
+        rgba = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4) uint8
+        buffer = io.BytesIO()
+        PILImage.fromarray(rgba[..., :3]).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
+
+    def _animated(self):
+        """The artists redrawn on every update, in drawing order."""
+        return [*self.head_images, self.pca_arrows, self.pca_inputs, self.pca_outputs, self._pca_title,
+                *(label for label in self._pca_labels if label.get_visible())]
+
+    def _build_head_panels(self, num_heads):
+        """Throw away the old heatmap axes and lay out ``num_heads`` new ones (same figure)."""
+        for ax in self.head_axes:
+            ax.remove()
+        rows, cols = _grid(num_heads)
+        left, bottom, right, top = _HEADS_BOX
+        width, height = (right - left) / cols, (top - bottom) / rows
+        self.head_axes, self.head_images = [], []
+        for h in range(num_heads):
+            row, col = divmod(h, cols)
+            ax = self.figure.add_axes((left + col * width + 0.012, top - (row + 1) * height + 0.045,
+                                       width - 0.02, height - 0.075))
+            image = ax.imshow(np.zeros((2, 2)), cmap=_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest",
+                              animated=True)
+            ax.set_title(f"head {h}", fontsize=9, pad=3)
+            ax.tick_params(labelsize=7, length=2, pad=1.5)
+            if col == 0:
+                ax.set_ylabel("query position", fontsize=8, labelpad=2)
+            if h + cols >= num_heads:  # nothing below this panel
+                ax.set_xlabel("key position", fontsize=8, labelpad=1)
+            self.head_axes.append(ax)
+            self.head_images.append(image)
+        self._colorbar_axes.clear()
+        colorbar = self.figure.colorbar(self.head_images[0], cax=self._colorbar_axes)
+        colorbar.set_label("attention weight (same scale in every head)", fontsize=8)
+        colorbar.ax.tick_params(labelsize=7)
+        self._head_count = num_heads
+        self._background_layout = None
+
+    def _build_pca_panel(self):
+        ax = self.pca_axes = self.figure.add_axes((_PCA_BOX[0], _PCA_BOX[1], _PCA_BOX[2] - _PCA_BOX[0],
+                                                   _PCA_BOX[3] - _PCA_BOX[1]))
+        ax.set_xticks([])  # principal-component coordinates have no meaning of their own
+        ax.set_yticks([])
+        ax.set_xlabel("principal component 1", fontsize=8)
+        ax.set_ylabel("principal component 2", fontsize=8, labelpad=2)
+        empty = np.zeros((0, 2))
+        self.pca_inputs = ax.scatter(empty[:, 0], empty[:, 1], s=42, facecolors="white", edgecolors=_INPUT_COLOR,
+                                     linewidths=1.3, zorder=3, animated=True, label="input (before attention)")
+        self.pca_outputs = ax.scatter(empty[:, 0], empty[:, 1], s=30, color=_INPUT_COLOR, zorder=4, animated=True,
+                                      label="output (after attention)")
+        self.pca_arrows = None
+        self._pca_labels = [ax.text(0, 0, str(i), fontsize=7, ha="center", va="center", visible=False,
+                                    animated=True, zorder=5) for i in range(MAX_SEQ_LEN)]
+        self._pca_title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=9,
+                                  animated=True)
+        ax.legend(loc="upper left", fontsize=7, framealpha=0.85, handletextpad=0.3, borderpad=0.4)
+
+    def _update_pca_panel(self, seq_len):
+        ax, start, end = self.pca_axes, self.inputs_2d, self.outputs_2d  # (seq_len, 2) each
+        real = np.arange(seq_len) < (padded_length(seq_len) if self.mask.value == "padding" else seq_len)
+        colors = np.where(real, _INPUT_COLOR, _PAD_COLOR)
+        self.pca_inputs.set_offsets(start)
+        self.pca_inputs.set_edgecolors(colors)
+        self.pca_outputs.set_offsets(end)
+        self.pca_outputs.set_facecolors(colors)
+        if self.pca_arrows is not None:
+            self.pca_arrows.remove()  # a Quiver cannot change its number of arrows: make a new one
+        delta = end - start
+        self.pca_arrows = ax.quiver(start[:, 0], start[:, 1], delta[:, 0], delta[:, 1], color=colors,
+                                    angles="xy", scale_units="xy", scale=1, width=0.004, headwidth=4,
+                                    headlength=5, alpha=0.75, zorder=2, animated=True)
+        points = np.vstack([start, end])  # (2 * seq_len, 2)
+        low, high = points.min(axis=0), points.max(axis=0)
+        margin = 0.08 * (high - low).max() + 1e-9
+        ax.set_xlim(low[0] - margin, high[0] + margin)
+        ax.set_ylim(low[1] - margin, high[1] + 2.5 * margin)  # room for the legend
+        for i, label in enumerate(self._pca_labels):  # the position number, just past each output
+            label.set_visible(i < seq_len)
+            if i < seq_len:
+                direction = delta[i] / (np.linalg.norm(delta[i]) + 1e-12)
+                label.set_position(end[i] + 0.55 * margin * direction)
+                label.set_color(colors[i])
+        self._pca_title.set_text(f"how attention moved each token\n"
+                                 f"(PCA of inputs + outputs: {100 * self.explained.sum():.0f}% of variance)")
+
+    # -- text -------------------------------------------------------------------------
+
+    def _readout_html(self, weights):
+        num_heads, seq_len = weights.shape[:2]
+        sums = weights.sum(axis=-1)  # (num_heads, seq_len): one sum per head and query
+        per_query = " ".join(f"{s:.3f}" for s in sums[0])
+        same = np.allclose(sums, sums[0], atol=5e-4)
+        heads_note = "same in every head" if same else f"head 0; heads range {sums.min():.3f} to {sums.max():.3f}"
+        if self.mask.value == "padding":
+            pad = seq_len - padded_length(seq_len)
+            pad_note = f" (padding rows: {pad}; they still sum to 1, the mask hides keys, not queries)"
+        else:
+            pad_note = " (padding rows: 0)"
+        return (
+            f"<code>seq_len={seq_len} · num_heads={num_heads} · d_k={self.d_model.value // num_heads} · "
+            f"mask={self.mask.value}</code><br>"
+            f"<code>row sums ({heads_note}): {per_query}{pad_note}</code>"
+        )
+
+    def _explanation_html(self, seq_len):
+        mask = self.mask.value
+        if mask == "none":
+            text = ("Every query may look at every key, so each row of a heatmap is a full probability "
+                    "distribution over all positions. The heads share the input but each has its own slice of "
+                    "W_qkv, so they put their weight in different places.")
+        elif mask == "causal":
+            text = ("The causal mask lets query i see keys 0 to i only: everything above the diagonal is grey, and "
+                    "row 0 puts all its weight on key 0. Move seq_len: the rows that were already there do "
+                    "not change, because no query can see the tokens added after it.")
+        else:
+            real = padded_length(seq_len)
+            text = (f"Sequence 2 has {real} real tokens; positions {real} to {seq_len - 1} are padding that only "
+                    "makes it as long as sequence 1. The padding mask hides those keys (grey columns) from every "
+                    "query, so the real tokens' outputs are what they would be without the padding. The padding "
+                    "queries (bottom rows, grey points on the right) still get outputs; a model ignores them.")
+        return f"<div style='max-width:900px;font-size:0.95em;line-height:1.35'>{text}</div>"
+
+
+def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none"):
+    """Build the interactive multi-head attention explorer.
+
+    Parameters
+    ----------
+    d_model : int, one of ``D_MODELS`` = (12, 16, 32, 48, 64), default 64
+    num_heads : int, default 4
+        Must divide ``d_model`` and be at most ``MAX_HEADS`` = 8; see :func:`head_choices`.
+    seq_len : int in [2, 32], default 8
+    seed : int in [0, 2**32 - 1], default 123
+        Seeds both the input tokens and the weights.
+    mask : {"none", "causal", "padding"}, default "none"
+
+    Returns
+    -------
+    Explorer
+        An ``ipywidgets.VBox``: show it with ``display(explorer())`` or as a cell's last line.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a starting value is not one the controls could show.
+    """
+    d_model = _checks.positive_int("d_model", d_model)
+    if d_model not in D_MODELS:
+        raise ValueError(f"d_model must be one of {D_MODELS}; got {d_model}")
+    num_heads = _checks.positive_int("num_heads", num_heads)
+    if num_heads not in head_choices(d_model):
+        raise ValueError(
+            f"num_heads must divide d_model = {d_model} and be at most {MAX_HEADS}: one of "
+            f"{head_choices(d_model)}; got {num_heads}"
+        )
+    seq_len = _checks.positive_int("seq_len", seq_len)
+    if not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
+        raise ValueError(f"seq_len must be in [{MIN_SEQ_LEN}, {MAX_SEQ_LEN}]; got {seq_len}")
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int; got {seed!r} of type {type(seed).__name__}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be in [0, {MAX_SEED}]; got {seed}")
+    if mask not in MASKS:
+        raise ValueError(f"mask must be one of {MASKS}; got {mask!r}")
+    return Explorer(d_model=d_model, num_heads=num_heads, seq_len=seq_len, seed=int(seed), mask=mask)
