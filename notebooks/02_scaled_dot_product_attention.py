@@ -1,0 +1,477 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 2. Scaled dot-product attention
+#
+# One attention head does one thing: every query looks at every key, decides how much
+# each one matters, and takes that mix of the values. This notebook builds that step,
+# checks it, and then looks closely at the two details that most often go wrong: the
+# scaling by $\sqrt{d_k}$ and the masks.
+#
+# **In this notebook you will learn**
+#
+# - what queries, keys and values are, and the shape of every array involved;
+# - why the scores are divided by $\sqrt{d_k}$, with a measurement instead of a claim,
+#   and what the softmax does when they are not;
+# - two bugs that produce no error: dividing by $\sqrt{d_\text{model}}$, and a float32
+#   computation silently turned into float64 by `np.sqrt`;
+# - causal and padding masks, our polarity (**True = may attend**) and why PyTorch's
+#   `nn.MultiheadAttention` means the opposite;
+# - what happens to a query that may attend to nothing, with `-1e9`, with `-inf`, and in
+#   the package.
+
+# %%
+# %matplotlib inline
+# %config InlineBackend.figure_formats = ["png"]
+import math
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from mhattn import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from mhattn.attention import attend
+from mhattn.source import show_source
+
+np.set_printoptions(precision=3, suppress=True)
+FIGURES = Path("../figures")  # the notebooks run with the notebooks/ folder as working directory
+FIGURES.mkdir(exist_ok=True)
+rng = np.random.default_rng(0)
+
+# %% [markdown]
+# ## Queries, keys and values
+#
+# Think of a dictionary that answers fuzzy questions. Each entry has a **key** (what it is
+# about) and a **value** (what it says). A **query** is compared with every key by a dot
+# product; the softmax of those scores (notebook 1) says how much of each value goes into
+# the answer:
+#
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
+#
+# | array | shape | one row is |
+# |---|---|---|
+# | `Q` | `(seq_q, d_k)` | one query |
+# | `K` | `(seq_k, d_k)` | one key, same width as the queries so they can be dotted |
+# | `V` | `(seq_k, d_v)` | the value stored under the key in the same row |
+# | `Q @ K.T`, the weights | `(seq_q, seq_k)` | one query's score for (weight on) every key |
+# | output | `(seq_q, d_v)` | one query's answer: a weighted average of the value rows |
+#
+# In self-attention `Q`, `K` and `V` all come from the same sequence and
+# `seq_q == seq_k`, but nothing in the formula needs that. Any leading axes, such as
+# `(batch, num_heads)`, just come along for the ride.
+#
+# Below is a tiny dictionary in which every axis has a different length, so a mix-up
+# cannot hide: four keys, each pointing along its own axis of a 6-dimensional space, and
+# four 2-D values. The three queries match key 2, keys 0 and 1 equally, and nothing.
+
+# %%
+K = 4.0 * np.eye(4, 6)  # 4 keys, d_k = 6
+V = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [2.0, 3.0]])  # 4 values, d_v = 2
+Q = np.array([
+    K[2],                # looks exactly like key 2
+    (K[0] + K[1]) / 2,   # halfway between keys 0 and 1
+    np.zeros(6),         # looks like nothing in particular
+])  # 3 queries, d_k = 6
+
+output, weights = scaled_dot_product_attention(Q, K, V)
+print("shapes: Q", Q.shape, " K", K.shape, " V", V.shape, " weights", weights.shape, " output", output.shape)
+print("weights (one row per query, one column per key):\n", weights)
+print("output (one row per query):\n", output)
+
+# %% [markdown]
+# The first query puts over 99 % of its weight on key 2 and answers almost exactly `V[2]`.
+# The second splits its weight between keys 0 and 1 and answers the average of their
+# values. The third scores every key the same, so it gets the plain mean of all four
+# values, `[0.5, 1]`.
+# Attention is a *soft* lookup: it blends, and the blend changes smoothly with the query.
+#
+# ## The code
+#
+# `scaled_dot_product_attention` checks its arguments (shapes, dtypes, the mask) and then
+# calls this core, which is the formula line by line:
+
+# %%
+show_source(attend)
+
+# %% [markdown]
+# Two details differ from the formula as printed. The scale multiplies `Q` before the
+# matmul rather than the scores after it: the same result, but `seq_q * d_k` products
+# instead of `seq_q * seq_k`. And the scale is a Python `float`; we will see below why
+# that matters.
+#
+# Let us check the package against an independent, slow version: a plain loop over the
+# batch, the heads and the queries, one dot product at a time.
+
+# %%
+batch, num_heads, seq_q, seq_k, d_k, d_v = 2, 3, 4, 5, 6, 7  # every axis a different length
+Qb = rng.normal(size=(batch, num_heads, seq_q, d_k))
+Kb = rng.normal(size=(batch, num_heads, seq_k, d_k))
+Vb = rng.normal(size=(batch, num_heads, seq_k, d_v))
+
+expected = np.zeros((batch, num_heads, seq_q, d_v))
+for b in range(batch):
+    for h in range(num_heads):
+        for i in range(seq_q):
+            scores_i = [Qb[b, h, i] @ Kb[b, h, j] / math.sqrt(d_k) for j in range(seq_k)]
+            expected[b, h, i] = softmax(np.array(scores_i)) @ Vb[b, h]
+
+out_b, w_b = scaled_dot_product_attention(Qb, Kb, Vb)
+print("output", out_b.shape, "matches the loop:", np.allclose(out_b, expected))
+print("weights", w_b.shape, "every row sums to one:", np.allclose(w_b.sum(axis=-1), 1.0))
+
+# %% [markdown]
+# ## Why divide by $\sqrt{d_k}$?
+#
+# Suppose the entries of a query $q$ and a key $k$ are independent with mean 0 and
+# variance 1, which is roughly what a well-initialised network produces. Their dot product
+# $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$ independent terms, each with
+# mean 0 and variance 1, so
+#
+# $$\operatorname{Var}(q \cdot k) = d_k, \qquad \operatorname{std}(q \cdot k) = \sqrt{d_k}.$$
+#
+# The wider the head, the more spread out the scores, and notebook 1 showed what spread-out
+# scores do to a softmax: they push it towards one-hot. Dividing by $\sqrt{d_k}$ brings the
+# variance back to 1 whatever the width. Here is the claim measured:
+
+# %%
+widths = [4, 16, 64, 256, 1024]
+print(" d_k   var(q.k)   var(q.k) / d_k   var(q.k / sqrt(d_k))")
+for width in widths:
+    q = rng.normal(size=(20_000, width))
+    k = rng.normal(size=(20_000, width))
+    dots = np.einsum("nd,nd->n", q, k)  # 20,000 independent dot products
+    print(f"{width:4d} {dots.var():10.1f} {dots.var() / width:14.2f} {(dots / math.sqrt(width)).var():20.2f}")
+
+# %% [markdown]
+# The variance grows in step with $d_k$, and the scaled version stays near 1. What does the
+# unscaled growth do to the weights? Below, for each width, 500 queries each attend to
+# their own 16 random keys; we record the largest weight in each row. A uniform row would
+# have a largest weight of $1/16$; a one-hot row, 1.
+
+# %%
+num_keys, num_queries = 16, 500
+all_widths = 2 ** np.arange(11)  # d_k = 1, 2, 4, ..., 1024
+score_std, top_unscaled, top_scaled = [], [], []
+for width in all_widths:
+    q = rng.normal(size=(num_queries, 1, width))
+    k = rng.normal(size=(num_queries, num_keys, width))
+    scores = (q * k).sum(axis=-1)  # (500 queries, 16 keys), unscaled
+    score_std.append(scores.std())
+    top_unscaled.append(softmax(scores).max(axis=-1).mean())
+    top_scaled.append(softmax(scores / math.sqrt(width)).max(axis=-1).mean())
+
+fig, (ax_std, ax_top) = plt.subplots(1, 2, figsize=(11, 4))
+ax_std.loglog(all_widths, score_std, "o-", label="measured std of q · k")
+ax_std.loglog(all_widths, np.sqrt(all_widths), "k--", linewidth=1, label=r"$\sqrt{d_k}$")
+ax_std.set_xlabel("head width $d_k$ (log scale)")
+ax_std.set_ylabel("standard deviation of the scores (log scale)")
+ax_std.set_title(r"Unscaled dot products spread like $\sqrt{d_k}$")
+ax_std.legend()
+
+ax_top.semilogx(all_widths, top_unscaled, "o-", color="tab:red", label=r"softmax($q \cdot k$), unscaled")
+ax_top.semilogx(all_widths, top_scaled, "o-", color="tab:blue", label=r"softmax($q \cdot k / \sqrt{d_k}$)")
+ax_top.axhline(1 / num_keys, color="gray", linestyle="--", linewidth=1, label="uniform, 1/16")
+ax_top.set_xlabel("head width $d_k$ (log scale)")
+ax_top.set_ylabel("largest weight in a row (mean of 500)")
+ax_top.set_ylim(0, 1.02)
+ax_top.set_title("Without scaling, the softmax saturates to one-hot")
+ax_top.legend(loc="center right")
+fig.tight_layout()
+fig.savefig(FIGURES / "02_why_scale.png", dpi=100, metadata={"Software": None})
+plt.show()
+
+print(f"d_k = 1024: largest weight {top_unscaled[-1]:.3f} unscaled, {top_scaled[-1]:.3f} scaled")
+
+# %% [markdown]
+# Without the scale, a head of width 64 or more gives nearly all of each row's weight to a
+# single key, and it does so from the start of training, before it has learned anything.
+# Worse, a saturated softmax barely learns: the derivative of a weight $p$ with respect to
+# its own score is $p(1 - p)$, which is close to 0 when $p$ is close to 0 or 1. With the
+# scale, the typical row stays equally decisive at every width.
+#
+# ## Common bug: dividing by $\sqrt{d_\text{model}}$
+#
+# In multi-head attention (notebook 3) the model width $d_\text{model}$ is cut into
+# `num_heads` heads of width $d_k = d_\text{model} / \text{num\_heads}$, and each head's
+# dot products run over its own $d_k$ entries only. Dividing by $\sqrt{d_\text{model}}$
+# shrinks the scores by an extra factor $\sqrt{\text{num\_heads}}$, and the weights drift
+# towards uniform. Like the others in this chapter, this bug raises no error.
+
+# %%
+d_model, heads = 512, 8
+width = d_model // heads  # d_k = 64
+q = rng.normal(size=(num_queries, 1, width))
+k = rng.normal(size=(num_queries, num_keys, width))
+dots = (q * k).sum(axis=-1)  # one head's scores, (500 queries, 16 keys)
+for name, divisor in [("sqrt(d_k)    ", math.sqrt(width)), ("sqrt(d_model)", math.sqrt(d_model))]:
+    scaled = dots / divisor
+    print(f"divide by {name} = {divisor:5.2f}: score std {scaled.std():.2f}, "
+          f"largest weight {softmax(scaled).max(axis=-1).mean():.3f} (uniform: {1 / num_keys:.3f})")
+
+# %% [markdown]
+# The package cannot make this mistake: `attend` reads $d_k$ from `Q.shape[-1]`, the width
+# of the arrays it is actually multiplying. Read sizes from the arrays in hand rather than
+# from a configuration value that describes something else.
+#
+# ## Common bug: float32 turned into float64 by `np.sqrt`
+#
+# Models usually compute in float32. `np.sqrt(d_k)` returns a NumPy `float64` scalar, and
+# since NumPy 2 such a scalar keeps its full precision in arithmetic: a float32 array
+# divided by it becomes a float64 array. Everything after that line then runs in float64,
+# with twice the memory and noticeably slower, and no warning. A Python `float`
+# (`math.sqrt`) or a float32 scalar leaves the dtype alone.
+
+# %%
+scores32 = rng.normal(size=(4, 128, 128)).astype(np.float32)
+d_k = 64
+for name, divisor in [("np.sqrt(d_k)", np.sqrt(d_k)), ("math.sqrt(d_k)", math.sqrt(d_k)),
+                      ("np.float32(np.sqrt(d_k))", np.float32(np.sqrt(d_k)))]:
+    result = scores32 / divisor
+    print(f"scores32 / {name:<24} -> {result.dtype}, {result.nbytes // 1024} KiB")
+
+out32, w32 = scaled_dot_product_attention(*(rng.normal(size=(2, 5, 8)).astype(np.float32) for _ in range(3)))
+print("package, float32 in ->", out32.dtype, "output and", w32.dtype, "weights")
+
+# %% [markdown]
+# ## Masks: who may look at whom
+#
+# A mask is a boolean array with the shape of the weights (or one that broadcasts to it).
+# In this package **`mask[i, j]` is True when query `i` may attend to key `j`**. Two
+# masks cover most uses:
+#
+# - a **causal mask** lets position `i` see positions `0..i` only, so a language model
+#   cannot peek at the words it is supposed to predict;
+# - a **padding mask** hides the filler tokens that make short sequences in a batch as
+#   long as the longest one.
+#
+# Masked keys get a score of `-inf` before the softmax, hence a weight of exactly 0.
+#
+# > **Polarity warning.** PyTorch uses both conventions. Its
+# > `torch.nn.functional.scaled_dot_product_attention` agrees with us: a boolean
+# > `attn_mask` is True where attention is *allowed*. Its `torch.nn.MultiheadAttention`
+# > means the opposite: in a boolean `attn_mask` or `key_padding_mask`, True marks a
+# > position that is *not allowed*. To pass one of our masks to `nn.MultiheadAttention`,
+# > invert it (`~mask`), and reshape it: that module wants `attn_mask` as
+# > `(seq_q, seq_k)` or `(batch * num_heads, seq_q, seq_k)`, and `key_padding_mask` as
+# > `(batch, seq_k)`. Forgetting the `~` lets every query see exactly the keys it should
+# > not.
+
+# %%
+seq_len, lengths = 5, np.array([5, 3])  # a batch of two sequences, the second padded with 2 fillers
+causal = causal_mask(seq_len)  # (seq_len, seq_len)
+padding = padding_mask(lengths, seq_len)  # (batch, 1, 1, seq_len): one row of keys per sequence
+both = causal & padding  # broadcasts to (batch, 1, seq_len, seq_len)
+
+print("causal mask", causal.shape, "(1 = may attend):\n", causal.astype(int))
+print("padding mask", padding.shape, "keys per sequence:\n", padding[:, 0, 0].astype(int))
+print("causal & padding", both.shape, "for the second sequence:\n", both[1, 0].astype(int))
+
+# %%
+x = rng.normal(size=(2, seq_len, 8))  # self-attention: Q = K = V = x, to keep it short
+out_m, w_m = scaled_dot_product_attention(x, x, x, mask=both[:, 0])  # mask (batch, seq_len, seq_len)
+print("weights of the second sequence:\n", w_m[1])
+print("masked weights are exactly zero:", bool((w_m[~both[:, 0]] == 0).all()))
+print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
+
+# %% [markdown]
+# Query 0 can only see itself, so its weight on key 0 is exactly 1. Queries 3 and 4 are
+# fillers; they still attend to the real tokens 0 to 2 (their outputs are thrown away
+# later), but no query puts any weight on keys 3 and 4.
+#
+# ## A query that may attend to nothing
+#
+# Sometimes a whole row of the mask is False. With *left* padding (common when a batch of
+# prompts is fed to a language model) plus a causal mask, the first filler may only look
+# at itself, and itself is masked. What should its weights be?
+#
+# Implementations fill masked scores with one of two values, and both go wrong on such a
+# row. Here they are, written out for the demonstration (this is not package code), next
+# to the package's answer:
+
+# %%
+Q_e = rng.normal(size=(2, 4))  # two queries, d_k = 4
+K_e = rng.normal(size=(3, 4))  # three keys
+V_e = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])  # three values
+mask_e = np.array([[True, True, False], [False, False, False]])  # the second query may see nothing
+scores_e = Q_e @ K_e.T / math.sqrt(4)
+
+
+def softmax_without_guard(s):
+    """Max-subtracting softmax without the package's guard for an all -inf row."""
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+with np.errstate(invalid="ignore"):  # silence the warning so that the nan is printed
+    for label, fill in [("-1e9", -1e9), ("-inf", -np.inf)]:
+        w_fill = softmax_without_guard(np.where(mask_e, scores_e, fill))
+        print(f"fill {label}   : empty row's weights {w_fill[1]}, its output {(w_fill @ V_e)[1]}")
+out_e, w_e = scaled_dot_product_attention(Q_e, K_e, V_e, mask=mask_e)
+print(f"package     : empty row's weights {w_e[1]}, its output {out_e[1]}")
+print("the other row is the same all three ways:", w_e[0])
+
+# %% [markdown]
+# - With **`-1e9`** every entry of the empty row is the same number, so the softmax spreads
+#   the weight evenly: the query quietly receives `[1, 1]`, the mean of values it was
+#   forbidden to see. Nothing looks wrong, which is what makes it dangerous.
+# - With **`-inf`** the row's maximum is `-inf`, and `-inf - (-inf)` is `nan`. The `nan`
+#   spreads to everything computed from this row, and during training, through the
+#   gradients, into the weights of the whole model.
+# - **The package** returns zero weights and a zero output: a query that may look at
+#   nothing receives nothing. These are the two guard lines in `softmax_` from notebook 1.
+#   PyTorch's `scaled_dot_product_attention` makes the same choice.
+#
+# ## A picture of the weights
+#
+# A heatmap shows a whole weight matrix at once: one row per query, one column per key,
+# darker for more weight. Below, the same six random tokens attend with no mask, with a
+# causal mask, and with a causal mask for a sequence of which only the first four tokens
+# are real. Masked cells are drawn in grey; their weight is exactly 0.
+
+# %%
+tokens = rng.normal(size=(6, 8))  # six tokens, d_k = 8 (Q = K = V = tokens)
+panels = [
+    ("no mask", np.ones((6, 6), dtype=bool)),
+    ("causal", causal_mask(6)),
+    ("causal, 4 real tokens + 2 padding", causal_mask(6) & padding_mask(np.array([4]), 6)[0, 0]),
+]
+cmap = plt.get_cmap("Blues").copy()
+cmap.set_bad("#d9d9d9")  # masked cells
+
+fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), layout="constrained")
+for ax, (title, mask) in zip(axes, panels, strict=True):
+    _, w = scaled_dot_product_attention(tokens, tokens, tokens, mask=mask)
+    image = ax.imshow(np.ma.masked_where(~mask, w), cmap=cmap, vmin=0, vmax=1)
+    for i, j in zip(*np.nonzero(mask), strict=True):
+        ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                color="white" if w[i, j] > 0.6 else "black")
+    ax.set_xticks(range(6))
+    ax.set_yticks(range(6))
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
+    ax.set_title(title)
+fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8, pad=0.02)
+fig.suptitle("Attention weights: each row is one query's weights and sums to 1 (grey: masked)")
+fig.savefig(FIGURES / "02_attention_heatmap.png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+plt.show()
+
+# %% [markdown]
+# Without a mask, the diagonal stands out: with `Q = K = V` and no learned projections,
+# each token's best match is itself. The causal mask removes the upper triangle and each
+# row renormalises over what is left. The padding removes two columns; the two padding
+# queries (rows 4 and 5) still attend, to real tokens only, and their outputs are ignored
+# downstream.
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention scores every key against every query with a dot product, turns each row of
+#   scores into weights with a softmax over the keys (`axis=-1`), and returns the
+#   weighted average of the values: `(seq_q, d_k)`, `(seq_k, d_k)`, `(seq_k, d_v)` in,
+#   `(seq_q, d_v)` and `(seq_q, seq_k)` out.
+# - Dot products of width $d_k$ have variance $d_k$; dividing by $\sqrt{d_k}$ (of one head,
+#   not of the whole model) keeps the softmax from saturating to one-hot.
+# - Scale by a Python float (`math.sqrt`): `np.sqrt` silently turns float32 into float64.
+# - Masks are True where attention is allowed; `torch.nn.MultiheadAttention` uses the
+#   opposite convention. A query with nothing to attend to gets zero weights and a zero
+#   output here, where `-1e9` would leak the mean of forbidden values and `-inf` gives `nan`.
+#
+# ## Exercises
+#
+# As in notebook 1, each exercise cell holds a marked block pre-filled with a placeholder
+# that calls the package. Replace it with your own code and run the cell; the checks say
+# what is wrong, and whether the placeholder is still there.
+#
+# **Exercise 1.** Write `my_attention(Q, K, V, mask=None)` with NumPy only. It must accept
+# any leading axes, apply a boolean mask (True = may attend), keep float32 as float32, and
+# give a query with no allowed key zero weights and a zero output.
+
+# %%
+def my_attention(Q, K, V, mask=None):
+    # ---- YOUR CODE: replace the placeholder line below; return (output, weights) ----
+    return scaled_dot_product_attention(Q, K, V, mask)  # placeholder: the package's answer
+    # ---- END OF YOUR CODE ----
+
+
+# ---- checks ----
+rng_check = np.random.default_rng(7)
+Qc, Kc, Vc = (rng_check.normal(size=shape) for shape in [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)])
+out_c, w_c = my_attention(Qc, Kc, Vc)
+assert np.shape(out_c) == (2, 3, 4, 6), f"output should have shape (2, 3, 4, 6); got {np.shape(out_c)}"
+assert np.shape(w_c) == (2, 3, 4, 5), f"weights should have shape (batch, heads, seq_q, seq_k) = (2, 3, 4, 5); got {np.shape(w_c)}"
+assert np.allclose(w_c.sum(axis=-1), 1.0), "each query's weights (a row, over the keys) should sum to 1: which axis?"
+loop_scores = np.einsum("bhid,bhjd->bhij", Qc, Kc)  # unscaled, via einsum
+for divisor, hint in [(1.0, "forgot to scale the scores?"), (math.sqrt(8 * 3), "divided by sqrt(d_model)?")]:
+    assert not np.allclose(w_c, softmax(loop_scores / divisor)), f"the weights are off: {hint}"
+assert np.allclose(w_c, softmax(loop_scores / math.sqrt(8))), "the weights differ from softmax(Q K^T / sqrt(d_k))"
+assert np.allclose(out_c, w_c @ Vc), "the output should be the weights times V"
+
+mask_c = np.tril(np.ones((4, 5), dtype=bool), k=1)  # (seq_q, seq_k), broadcast over batch and heads
+mask_c[2] = False  # query 2 may attend to nothing
+out_m, w_m = my_attention(Qc, Kc, Vc, mask_c)
+assert np.all(np.asarray(w_m)[..., ~mask_c] == 0), "a masked key must get a weight of exactly 0 (True = may attend)"
+assert np.all(np.isfinite(w_m)) and np.all(np.isfinite(out_m)), "a fully masked query gave nan or inf"
+assert np.all(np.asarray(w_m)[..., 2, :] == 0) and np.all(np.asarray(out_m)[..., 2, :] == 0), (
+    "a query with no allowed key should get zero weights and a zero output"
+)
+assert np.allclose(np.asarray(w_m)[..., [0, 1, 3], :].sum(axis=-1), 1.0), "the other rows should still sum to 1"
+out_32, w_32 = my_attention(*(a.astype(np.float32) for a in (Qc, Kc, Vc)))
+assert out_32.dtype == np.float32 and w_32.dtype == np.float32, (
+    f"float32 in should give float32 out; got {out_32.dtype} and {w_32.dtype} (np.sqrt?)"
+)
+
+if "scaled_dot_product_attention" in my_attention.__code__.co_names:
+    print("The checks pass, but this is still the placeholder: replace it with your own code.")
+else:
+    print("All checks pass. Well done!")
+
+# %% [markdown]
+# **Exercise 2.** Language models that generate from a batch of prompts usually pad on the
+# *left*, so that every prompt ends at the last position. Write
+# `left_padding_mask(lengths, seq_len)`: a boolean array of shape `(batch, 1, 1, seq_len)`
+# that is True for the real tokens of each sequence, which are its *last* `lengths[b]`
+# positions. Use `np.arange` and a comparison. The checks then combine it with a causal
+# mask, and you will meet the empty rows from above.
+
+# %%
+def left_padding_mask(lengths, seq_len):
+    lengths = np.asarray(lengths)
+    # ---- YOUR CODE: replace the placeholder line below ----
+    return padding_mask(lengths, seq_len)[..., ::-1]  # placeholder: the package's right padding, reversed
+    # ---- END OF YOUR CODE ----
+
+
+# ---- checks ----
+lengths_c, seq_c = np.array([5, 2, 0]), 5
+m = np.asarray(left_padding_mask(lengths_c, seq_c))
+assert m.dtype == bool, f"the mask should be boolean; got {m.dtype}"
+assert m.shape == (3, 1, 1, 5), f"the shape should be (batch, 1, 1, seq_len) = (3, 1, 1, 5); got {m.shape}"
+assert m.sum(axis=-1).ravel().tolist() == lengths_c.tolist(), "each sequence should have lengths[b] real tokens"
+assert not (m[..., :-1] & ~m[..., 1:]).any(), "real tokens must come last: a True may never be followed by a False"
+
+x_c = np.random.default_rng(8).normal(size=(3, seq_c, 4))
+out_c, w_c = scaled_dot_product_attention(x_c, x_c, x_c, mask=(causal_mask(seq_c) & m)[:, 0])
+empty = ~(causal_mask(seq_c) & m[:, 0]).any(axis=-1)  # (batch, seq_len): queries with nothing to see
+assert empty.sum(axis=-1).tolist() == (seq_c - lengths_c).tolist(), (
+    "with a causal mask, exactly the padding queries should have nothing to attend to"
+)
+assert np.all(w_c[empty] == 0) and np.all(out_c[empty] == 0), "those queries should get zero weights and output"
+print("padding queries per sequence:", empty.sum(axis=-1), "- all with zero weights and zero output")
+
+if "padding_mask" in left_padding_mask.__code__.co_names:
+    print("The checks pass, but this is still the placeholder: replace it with your own code.")
+else:
+    print("All checks pass. Well done!")
