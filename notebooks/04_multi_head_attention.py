@@ -1,0 +1,455 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 4. Multi-head attention: the whole module
+#
+# One attention head gives every query a single probability distribution over the keys,
+# and so a single weighted average of the values. This notebook puts several heads side
+# by side and wraps them into the module that every Transformer layer contains.
+#
+# **What you will learn**
+#
+# - why a layer runs several narrow heads instead of one wide one, and what each head sees;
+# - how `MultiHeadAttention` turns a `(batch, seq_len, d_model)` input into an output of
+#   the same shape, with the shape after every step;
+# - why one fused matrix `W_qkv` *is* three projections, and `3 * num_heads` small ones;
+# - why the layer has `4 * d_model**2` parameters whatever the number of heads;
+# - how to read every head's weights as a heatmap, and what they do not mean before training;
+# - three bugs that give the right shapes and the wrong numbers.
+
+# %%
+# %matplotlib inline
+# %config InlineBackend.figure_formats = ["png"]
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import mhattn
+from mhattn import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from mhattn.plots import plot_heads
+from mhattn.source import show_source
+
+np.set_printoptions(precision=3, suppress=True)
+FIGURES = Path("..") / "figures"  # the notebooks run with notebooks/ as the working directory
+FIGURES.mkdir(exist_ok=True)
+
+# %% [markdown]
+# ## 1. Why more than one head
+#
+# A token often needs several kinds of information at once. In *"the keys that the
+# manager lost were found"*, the verb *were* needs its subject (*keys*, far away) and
+# also the words next to it. A single head has one row of weights per query: to gather
+# both it must split its weight between them, and its output becomes a blur of the two.
+#
+# Multi-head attention runs `num_heads` attentions in parallel. Each head `h` has its
+# own projections into a smaller space of width `d_k = d_model // num_heads`, so each can
+# put its weight somewhere else; the heads' outputs are laid side by side and mixed by
+# one more matrix, $W_o$:
+#
+# $$
+# \text{head}_h = \operatorname{Attention}\!\left(X W^Q_h,\; X W^K_h,\; X W^V_h\right),
+# \qquad W^Q_h, W^K_h, W^V_h \in \mathbb{R}^{d_\text{model} \times d_k}
+# $$
+#
+# $$
+# \operatorname{MultiHead}(X) = \left[\text{head}_0 \,\middle|\, \text{head}_1 \,\middle|\,
+# \cdots \,\middle|\, \text{head}_{H-1}\right] W_o,
+# \qquad W_o \in \mathbb{R}^{d_\text{model} \times d_\text{model}}
+# $$
+#
+# Note what is split and what is not: every head reads **all** `d_model` features of
+# every token. Only the projected space is divided among the heads. Because each head is
+# `num_heads` times narrower, all heads together cost about as much as one head of full
+# width.
+
+# %% [markdown]
+# ## 2. The module
+#
+# Here is the package's `forward`, the code that runs when you call the module. Four
+# steps: one matrix product makes all queries, keys and values; `split_heads` gives
+# each head its slice; attention runs for all heads at once, because the head axis is
+# just another leading axis for the matrix products; `combine_heads` and `W_o` bring
+# the heads back to one vector per token.
+
+# %%
+show_source(MultiHeadAttention.forward)
+
+# %% [markdown]
+# The weights are made in `__init__`: standard normal numbers scaled by
+# $\sqrt{2 / d_\text{model}}$, from a seeded generator, so the same `seed` gives the same
+# layer on every machine.
+
+# %%
+show_source(MultiHeadAttention.__init__)
+
+# %% [markdown]
+# Let us run the steps one by one on a small batch and print every shape. Every axis
+# gets a different size (batch 2, 5 tokens, `d_model` 64, 4 heads of `d_k` 16), so no
+# two axes can be confused.
+
+# %%
+mha = MultiHeadAttention(d_model=64, num_heads=4)
+x = np.random.default_rng(0).normal(size=(2, 5, 64))
+
+qkv = x @ mha.W_qkv
+Q, K, V = np.split(qkv, 3, axis=-1)
+Q_heads, K_heads, V_heads = (split_heads(t, mha.num_heads) for t in (Q, K, V))
+heads, weights = scaled_dot_product_attention(Q_heads, K_heads, V_heads)
+concatenated = combine_heads(heads)
+output = concatenated @ mha.W_o
+
+steps = [
+    ("x", x, "(batch, seq_len, d_model)"),
+    ("qkv = x @ W_qkv", qkv, "(batch, seq_len, 3 * d_model)"),
+    ("Q (also K, V)", Q, "(batch, seq_len, d_model)"),
+    ("split_heads(Q)", Q_heads, "(batch, num_heads, seq_len, d_k)"),
+    ("weights", weights, "(batch, num_heads, seq_len, seq_len)"),
+    ("heads = weights @ V", heads, "(batch, num_heads, seq_len, d_k)"),
+    ("combine_heads(heads)", concatenated, "(batch, seq_len, d_model)"),
+    ("output = ... @ W_o", output, "(batch, seq_len, d_model)"),
+]
+for name, array, axes in steps:
+    print(f"{name:<22} {str(array.shape):<16} {axes}")
+
+module_output, module_weights = mha(x)
+print("\nsame as mha(x):", np.allclose(output, module_output) and np.allclose(weights, module_weights))
+
+# %% [markdown]
+# The output has the shape of the input. That is what lets a Transformer add it back to
+# its input (a residual connection) and stack the same layer many times.
+
+# %% [markdown]
+# ## 3. One fused matrix is three projections
+#
+# The formula has three matrices per head; the module stores a single `W_qkv` of shape
+# `(d_model, 3 * d_model)`. Its first `d_model` columns make the queries, the next
+# `d_model` the keys, the last `d_model` the values. Multiplying by the whole matrix and
+# splitting the result gives exactly what three separate products give, because each
+# output column depends on its own column of the matrix only.
+
+# %%
+W_q, W_k, W_v = np.split(mha.W_qkv, 3, axis=1)  # each (d_model, d_model)
+for name, fused, separate in [("Q", Q, x @ W_q), ("K", K, x @ W_k), ("V", V, x @ W_v)]:
+    print(f"{name}: x @ W_qkv, split  ==  x @ W_{name.lower()}   {np.allclose(fused, separate)}")
+
+# %% [markdown]
+# The per-head matrices $W^Q_h$ are in there too: `split_heads` hands head `h` columns
+# `h * d_k` to `(h + 1) * d_k - 1` of `Q`, so $W^Q_h$ is that block of columns of `W_q`.
+# For head 2:
+
+# %%
+d_k = mha.d_k
+W_q_head2 = W_q[:, 2 * d_k : 3 * d_k]  # (d_model, d_k)
+print("W_q_head2:", W_q_head2.shape)
+print("x @ W_q_head2 == split_heads(Q)[:, 2]:", np.allclose(x @ W_q_head2, Q_heads[:, 2]))
+
+# %% [markdown]
+# So the `3 * num_heads` small matrices of the formula are blocks of one big matrix, and
+# one large matrix product replaces `3 * num_heads` small ones. The result is the same;
+# one big product keeps the processor busier than many small calls, which is why real
+# implementations (PyTorch's `nn.MultiheadAttention`, nanoGPT's `c_attn`) fuse them too.
+# Exercise 2 asks you to take the blocks apart again.
+
+# %% [markdown]
+# ## 4. Parameters: `4 * d_model**2`, whatever the number of heads
+#
+# `W_qkv` holds $3 d_\text{model}^2$ numbers and `W_o` another $d_\text{model}^2$. The
+# number of heads does not appear: more heads cut the same projection into more,
+# narrower pieces.
+
+# %%
+d_model = 64
+print(f"{'num_heads':>9} {'d_k':>4} {'W_qkv':>7} {'W_o':>6} {'total':>7}   4 * d_model**2 = {4 * d_model**2}")
+for num_heads in [1, 2, 4, 8, 16, 64]:
+    layer = MultiHeadAttention(d_model, num_heads)
+    total = layer.W_qkv.size + layer.W_o.size
+    assert total == 4 * d_model**2
+    print(f"{num_heads:>9} {layer.d_k:>4} {layer.W_qkv.size:>7} {layer.W_o.size:>6} {total:>7}")
+
+# %% [markdown]
+# The choice of `num_heads` is a trade-off, not a cost: more heads can look in more
+# places at once, but each compares queries and keys in fewer dimensions. With 64 heads
+# of `d_k = 1`, every score is the product of two single numbers. (PyTorch's
+# `nn.MultiheadAttention` adds a bias vector to each of the four projections by default:
+# $4 d_\text{model}^2 + 4 d_\text{model}$. Our module has no biases.)
+
+# %% [markdown]
+# ## 5. A worked example
+#
+# Now the standard example of this chapter: one sequence of 6 tokens, `d_model = 64`,
+# 4 heads, the input drawn from NumPy's global generator seeded with 123, and the
+# layer's own weights from its default `seed=42`.
+
+# %%
+batch, seq_len, d_model, num_heads = 1, 6, 64, 4
+np.random.seed(123)
+x = np.random.randn(batch, seq_len, d_model)
+
+mha = MultiHeadAttention(d_model, num_heads)
+output, weights = mha.forward(x)
+
+print(f"input shape:             {x.shape}")
+print(f"output shape:            {output.shape}")
+print(f"attention weights shape: {weights.shape}")
+print(f"head width d_k:          {mha.d_k}")
+print(f"number of heads:         {mha.num_heads}")
+
+# %% [markdown]
+# `weights` holds one `6 x 6` matrix per head: row `i` of head `h` says how query `i`
+# spreads its attention over the 6 keys. Every row is a probability distribution, in
+# every head, so every row sum is 1:
+
+# %%
+print("sum over the keys, one row per head, one column per query:")
+print(weights[0].sum(axis=-1))
+assert np.allclose(weights.sum(axis=-1), 1.0)
+
+# %% [markdown]
+# ## 6. Every head at a glance
+#
+# Each panel below is one head: a row per query, a column per key, darker for more
+# weight. All panels share one colour scale, so a dark cell means the same in each.
+
+# %%
+fig = plot_heads(weights[0], title="Attention weights of the worked example, per head (untrained layer)")
+fig.savefig(FIGURES / "04_attention_heads.png", dpi=100)
+
+# %% [markdown]
+# How to read it, honestly:
+#
+# - **The heads disagree.** The same six tokens give four different patterns. Query 0, for
+#   example, puts most of its weight on key 5 in head 0, on key 2 in head 1 and on key 3 in
+#   head 3, and spreads it over three keys in head 2. For each token the module hands four
+#   different averages of the values to `W_o`: that is the point of having heads.
+# - **The patterns mean nothing yet.** The weights of this layer are random, and so is the
+#   input. Which key a head favours is an accident of the seed. A trained layer learns
+#   projections that make these patterns useful (a head that follows the previous token, one
+#   that finds the subject of a verb); nothing here was learned.
+# - **The rows are already peaked.** Many rows give more than half their weight to one key.
+#   That comes from the scale of the random weights: with entries of size
+#   $\sqrt{2 / d_\text{model}}$ and a standard normal input, the scaled scores have a
+#   standard deviation of about 2, as the next cell checks, and a softmax over six numbers
+#   that far apart is dominated by the largest.
+
+# %%
+Q, K, V = np.split(x @ mha.W_qkv, 3, axis=-1)
+scores = split_heads(Q, num_heads) @ np.swapaxes(split_heads(K, num_heads), -1, -2) / np.sqrt(mha.d_k)
+print(f"standard deviation of the scaled scores: {scores.std():.2f}")
+print(f"mean of each row's largest weight:       {weights.max(axis=-1).mean():.2f}   (uniform would be {1 / seq_len:.2f})")
+
+# %% [markdown]
+# ## 7. Three bugs with the right shapes
+#
+# Each of these runs without an error and returns arrays of the right shapes. A test that
+# only checks shapes passes all three.
+#
+# ### Bug 1: splitting before projecting
+#
+# It is tempting to cut each token's *input* vector into `num_heads` slices and give each
+# head a small `(d_k, d_k)` projection of its own slice. Then head 0 only ever sees input
+# features 0 to 15, head 1 features 16 to 31, and so on: the heads can no longer combine
+# information from all features. The function below does that (using the diagonal blocks of
+# the real `W_qkv`, so it is otherwise the same layer). To see the difference, we change one
+# input feature of one token and ask which heads' weights react.
+
+# %%
+def weights_split_before_projecting(x, mha):
+    """BUG: cut x into heads first, then project each slice with a (d_k, d_k) block."""
+    d_k = mha.d_k
+    W_q, W_k, _ = np.split(mha.W_qkv, 3, axis=1)
+    x_heads = split_heads(x, mha.num_heads)  # (batch, num_heads, seq_len, d_k): head h sees features h*d_k ...
+    blocks = [slice(h * d_k, (h + 1) * d_k) for h in range(mha.num_heads)]
+    Q = np.stack([x_heads[:, h] @ W_q[b, b] for h, b in enumerate(blocks)], axis=1)
+    K = np.stack([x_heads[:, h] @ W_k[b, b] for h, b in enumerate(blocks)], axis=1)
+    return mhattn.softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k), axis=-1)
+
+
+def heads_that_changed(before, after):
+    return [h for h in range(before.shape[1]) if not np.allclose(before[:, h], after[:, h])]
+
+
+nudged = x.copy()
+nudged[0, 2, 0] += 1.0  # change input feature 0 of token 2, nothing else
+
+print("heads whose weights change when feature 0 of token 2 changes")
+print("  project, then split (correct):", heads_that_changed(mha(x)[1], mha(nudged)[1]))
+buggy_before, buggy_after = weights_split_before_projecting(x, mha), weights_split_before_projecting(nudged, mha)
+print("  split, then project (bug):    ", heads_that_changed(buggy_before, buggy_after))
+
+# %% [markdown]
+# In the correct module one input feature reaches every head. With the bug it reaches only
+# the head that owns its slice, and the layer also has `num_heads` times fewer projection
+# parameters than the formula says.
+#
+# ### Bug 2: reshaping without the transpose
+#
+# `split_heads` reshapes `(batch, seq_len, d_model)` to `(batch, seq_len, num_heads, d_k)`
+# and *then* swaps the two middle axes. Reshaping straight to
+# `(batch, num_heads, seq_len, d_k)` gives the same shape, but NumPy fills it in memory
+# order, so the rows of "head 0" are consecutive slices of the first tokens. To see it,
+# fill a tensor with `100 * token + feature`:
+
+# %%
+labelled = 100 * np.arange(seq_len)[None, :, None] + np.arange(d_model)[None, None, :]  # (1, 6, 64)
+right = split_heads(labelled, num_heads)  # (1, 4, 6, 16)
+wrong = labelled.reshape(batch, num_heads, seq_len, d_model // num_heads)  # (1, 4, 6, 16): BUG
+print("shapes:", right.shape, wrong.shape)
+for name, array in [("right", right), ("wrong", wrong)]:
+    rows = [f"{int(value) // 100}/{int(value) % 100}" for value in array[0, 0, :, 0]]
+    print(f"{name}: head 0's rows start at token/feature", ", ".join(rows))
+
+# %% [markdown]
+# With the transpose, head 0 gets features 0-15 of each of the six tokens. Without it,
+# head 0's six "tokens" are four slices of token 0 and two of token 1, and they attend to
+# each other as if they were separate words. The mirror image of this bug,
+# `combine_heads` without its transpose, scrambles the outputs the same way.
+#
+# ### Bug 3: scaling by $\sqrt{d_\text{model}}$ instead of $\sqrt{d_k}$
+#
+# The scaling divides each score by the square root of the number of products it sums, so
+# that scores keep a spread of about the same size for any width. Inside a head a score
+# sums `d_k` products, not `d_model`. With one head the two are equal, which is how this bug
+# survives single-head tests; with 4 heads it halves every score:
+
+# %%
+raw_scores = split_heads(Q, num_heads) @ np.swapaxes(split_heads(K, num_heads), -1, -2)  # (1, 4, 6, 6)
+for name, scale in [("sqrt(d_k)     (correct)", np.sqrt(mha.d_k)), ("sqrt(d_model) (bug)    ", np.sqrt(d_model))]:
+    w = mhattn.softmax(raw_scores / scale, axis=-1)
+    print(f"{name}: score std {(raw_scores / scale).std():.2f}, mean largest weight {w.max(axis=-1).mean():.2f}")
+
+# %% [markdown]
+# Rows still sum to one, so nothing looks wrong, but every head is now twice as "hot"
+# (as if a softmax temperature of 2 had been added) and its weights are flatter than the
+# design intends.
+
+# %% [markdown]
+# ## Summary
+#
+# - Multi-head attention runs `num_heads` scaled dot-product attentions side by side,
+#   each on its own `d_k = d_model // num_heads` wide projection of **all** input features,
+#   then concatenates the heads and mixes them with `W_o`.
+# - The fused `W_qkv` is the query, key and value projections side by side; head `h` uses
+#   columns `h * d_k` to `(h + 1) * d_k - 1` of each.
+# - The layer has `4 * d_model**2` parameters for any number of heads.
+# - Input and output have the same shape `(batch, seq_len, d_model)`; the weights have
+#   shape `(batch, num_heads, seq_len, seq_len)` with rows that sum to one.
+# - Before training, the heads' patterns are different from each other but mean nothing.
+# - Shape checks cannot catch the three bugs above; compare with an independent
+#   computation instead, as the exercises do.
+
+# %% [markdown]
+# ## Exercises
+#
+# Each exercise has a cell to fill in and a cell that checks your answer. Until you answer,
+# the check only says so, and the notebook still runs from top to bottom.
+#
+# **Exercise 1: a causal layer.** Set `causal` to a mask for the worked example (6 tokens)
+# under which no token can see a later one. (True means "may attend".)
+
+# %%
+causal = None  # your mask here
+
+# %%
+def check_exercise_1(mask):
+    if mask is None:
+        return "Exercise 1: not answered yet."
+    out, w = mha(x, mask)
+    assert np.allclose(w.sum(axis=-1), 1.0), "every token should still attend to something (at least itself)"
+    for t in range(seq_len - 1):
+        changed = x.copy()
+        changed[:, t + 1 :] += np.random.default_rng(t).normal(size=changed[:, t + 1 :].shape)
+        assert np.allclose(mha(changed, mask)[0][:, : t + 1], out[:, : t + 1]), (
+            f"changing the tokens after position {t} changed the outputs up to {t}: some token sees the future"
+        )
+        assert (w[..., t + 1, : t + 2] > 0).all(), f"token {t + 1} should see all tokens up to itself"
+    return "Exercise 1: correct."
+
+
+print(check_exercise_1(causal))
+
+# %% [markdown]
+# **Exercise 2: one head at a time.** Write `multi_head_loop(x, mha)` that computes the
+# module's output and weights with a Python loop over the heads: for each head, cut its three
+# `(d_model, d_k)` matrices out of `mha.W_qkv`, call `scaled_dot_product_attention` on
+# `(batch, seq_len, d_k)` arrays, and collect the results. Concatenate the heads' outputs
+# along the last axis and apply `mha.W_o`. Do not use `split_heads` or `combine_heads`.
+
+# %%
+def multi_head_loop(x, mha):
+    """Return (output, weights) like mha(x), one head at a time."""
+    return None  # your code here
+
+
+# %%
+def check_exercise_2(function):
+    test_x = np.random.default_rng(7).normal(size=(2, 3, 12))  # a new shape: batch 2, 3 tokens, d_model 12
+    test_mha = MultiHeadAttention(12, 3, seed=1)
+    answer = function(test_x, test_mha)
+    if answer is None:
+        return "Exercise 2: not answered yet."
+    expected_output, expected_weights = test_mha(test_x)
+    output, weights = answer
+    assert np.shape(weights) == expected_weights.shape, (
+        f"weights should have shape (batch, num_heads, seq_len, seq_len) = {expected_weights.shape}; "
+        f"got {np.shape(weights)}. Stack the heads' weights on axis 1."
+    )
+    assert np.allclose(weights, expected_weights), "the weights differ: check which columns each head's Q and K use"
+    assert np.allclose(output, expected_output), (
+        "the weights match but the output does not: check the value columns, the concatenation order and W_o"
+    )
+    return "Exercise 2: correct."
+
+
+print(check_exercise_2(multi_head_loop))
+
+# %% [markdown]
+# **Exercise 3: heads have no order.** Write `permute_heads(mha, order)` that returns a new
+# `MultiHeadAttention` whose head `i` is the old head `order[i]`: its weights
+# `new_weights[:, i]` equal `old_weights[:, order[i]]`, and its output is exactly the old
+# output. Which columns of `W_qkv` and which rows of `W_o` must move? (Assign new arrays to
+# the new layer's `W_qkv` and `W_o`.)
+
+# %%
+def permute_heads(mha, order):
+    """Return a new layer computing the same output, with its heads reordered."""
+    return None  # your code here
+
+
+# %%
+def check_exercise_3(function):
+    order = [2, 0, 3, 1]
+    new = function(mha, order)
+    if new is None:
+        return "Exercise 3: not answered yet."
+    assert new is not mha, "return a new layer and leave mha unchanged"
+    old_output, old_weights = mha(x)
+    new_output, new_weights = new(x)
+    assert np.allclose(new_weights, old_weights[:, order]), (
+        "new head i should compute old head order[i]'s weights: move the query and key columns of each head"
+    )
+    assert np.allclose(new_output, old_output), (
+        "the heads are reordered but the output changed: the value columns and the rows of W_o must follow them"
+    )
+    return "Exercise 3: correct."
+
+
+print(check_exercise_3(permute_heads))
+
+# %% [markdown]
+# ---
+# Next: `05_embedding_shift.ipynb` looks at what the layer does to the token vectors
+# themselves. To change the seed, the number of heads or the mask and watch these heatmaps
+# change, open the interactive explorer, [explore.ipynb](explore.ipynb).

@@ -1,0 +1,427 @@
+"""The notebooks as a whole.
+
+nbval (see pyproject.toml) re-runs every notebooks/*.ipynb and compares its outputs. These
+tests check what nbval cannot: that each notebooks/NAME.py and NAME.ipynb hold the same
+cells, that the .ipynb was executed top to bottom in one kernel, that the stored outputs are
+clean, that notebooks import the package instead of copying it, that the exercise checks
+accept a right answer and reject a wrong one, and that notebooks/refresh.sh does its job.
+"""
+
+import ast
+import builtins
+import contextlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import numpy as np
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+import mhattn
+import mhattn.embedding_shift
+import mhattn.plots
+import mhattn.source
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+
+# What "in sync", "executed" and "clean" mean -------------------------------------------------
+
+
+def notebook_names(folder):
+    """Every NAME with a NAME.py or a NAME.ipynb in ``folder``."""
+    return sorted({path.stem for pattern in ("*.py", "*.ipynb") for path in folder.glob(pattern)})
+
+
+def cell_inputs(nb):
+    """What the two halves of a pair must agree on: each cell's type and source."""
+    return [(cell.cell_type, cell.source) for cell in nb.cells]
+
+
+def pair_differences(folder, name):
+    """How NAME.py and NAME.ipynb in ``folder`` disagree, as messages; empty when in sync."""
+    py_path, ipynb_path = folder / f"{name}.py", folder / f"{name}.ipynb"
+    missing = [path.name for path in (py_path, ipynb_path) if not path.exists()]
+    if missing:
+        return [f"{' and '.join(missing)} missing: every notebook is a .py (source) plus an .ipynb (outputs)"]
+    py_cells = cell_inputs(jupytext.read(py_path))
+    ipynb_cells = cell_inputs(nbformat.read(ipynb_path, as_version=4))
+    problems = []
+    if len(py_cells) != len(ipynb_cells):
+        problems.append(f"{py_path.name} has {len(py_cells)} cells, {ipynb_path.name} has {len(ipynb_cells)}")
+    for index, (from_py, from_ipynb) in enumerate(zip(py_cells, ipynb_cells, strict=False)):
+        if from_py != from_ipynb:
+            problems.append(f"cell {index} differs: .py has {from_py!r:.100}, .ipynb has {from_ipynb!r:.100}")
+            break  # after an inserted cell everything differs; the first difference is the useful one
+    return problems
+
+
+def execution_problems(nb):
+    """Why ``nb`` does not look like one fresh top-to-bottom run; empty when it does."""
+    code = [cell for cell in nb.cells if cell.cell_type == "code" and cell.source.strip()]
+    problems = []
+    if not any(cell.outputs for cell in code):
+        problems.append("no code cell has an output: the notebook was saved without running it")
+    counts = [cell.execution_count for cell in code]
+    if counts != list(range(1, len(code) + 1)):
+        problems.append(f"execution counts are {counts}, not 1, 2, 3, ...: run it top to bottom in a fresh kernel")
+    return problems
+
+
+def output_problems(nb):
+    """Stored outputs that would be unstable or show the reader something wrong."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            kind = output.output_type
+            if kind == "error":
+                problems.append(f"cell {index} raised {output.ename}")
+            elif kind == "stream" and output.name == "stderr":
+                problems.append(f"cell {index} wrote to stderr (a warning?): {output.text!r:.120}")
+            data = output.get("data", {})
+            text = output.get("text", "") + data.get("text/plain", "")
+            if " at 0x" in text:
+                problems.append(f"cell {index} shows a memory address, different on every run: {text!r:.120}")
+            if "<Figure size 640x480" in text:
+                problems.append(f"cell {index} has a figure of matplotlib's default size: pass figsize=")
+            if "image/svg+xml" in data:
+                problems.append(f"cell {index} has an SVG image, which nbval compares byte by byte: use PNG")
+    return problems
+
+
+def package_names():
+    """Names of the functions and classes that the mhattn package defines."""
+    modules = [mhattn, mhattn.embedding_shift, mhattn.plots, mhattn.source]
+    modules += [sys.modules[name] for name in list(sys.modules) if name.startswith("mhattn.")]
+    return {
+        name
+        for module in modules
+        for name, obj in vars(module).items()
+        if callable(obj) and getattr(obj, "__module__", "").startswith("mhattn")
+    }
+
+
+def notebook_code(nb):
+    """The code cells as one Python program, IPython magics (``%matplotlib``) removed."""
+    cells = [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    lines = [line for cell in cells for line in cell.splitlines() if not line.lstrip().startswith(("%", "!"))]
+    return "\n".join(lines)
+
+
+# The checks, applied to the real notebooks ---------------------------------------------------
+
+NAMES = notebook_names(NOTEBOOKS)
+
+
+def read_ipynb(name):
+    return nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+
+
+def test_the_chapter_has_notebooks():
+    assert [name for name in NAMES if name[:2].isdigit()], f"no NN_name notebooks in {NOTEBOOKS}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_py_and_ipynb_hold_the_same_cells(name):
+    problems = pair_differences(NOTEBOOKS, name)
+    assert not problems, "\n".join(problems) + "\nrefresh the pair with: bash notebooks/refresh.sh"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_ipynb_was_executed_top_to_bottom(name):
+    problems = execution_problems(read_ipynb(name))
+    assert not problems, "\n".join(problems) + "\nrefresh with: bash notebooks/refresh.sh"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kernelspec_is_python3_on_both_halves(name):
+    assert read_ipynb(name).metadata.get("kernelspec") == KERNELSPEC
+    assert jupytext.read(NOTEBOOKS / f"{name}.py").metadata.get("kernelspec") == KERNELSPEC
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stored_outputs_are_clean(name):
+    problems = output_problems(read_ipynb(name))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_imports_the_package_and_copies_none_of_it(name):
+    tree = ast.parse(notebook_code(read_ipynb(name)))
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "mhattn" in imported, f"{name} should import what it teaches from mhattn"
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    copied = defined & package_names()
+    assert not copied, f"{name} defines {sorted(copied)}, which mhattn already has: show it with show_source"
+
+
+# The checks can fail: the same functions on small notebooks made to be wrong -------------------
+
+
+def write_pair(folder, name, nb):
+    jupytext.write(nb, folder / f"{name}.py", fmt="py:percent")
+    nbformat.write(nb, folder / f"{name}.ipynb")
+
+
+def tiny_notebook(code="print(6 * 7)"):
+    return new_notebook(
+        cells=[new_markdown_cell("# A tiny notebook"), new_code_cell(code)], metadata={"kernelspec": KERNELSPEC}
+    )
+
+
+def test_pair_check_passes_a_pair_written_from_one_notebook(tmp_path):
+    write_pair(tmp_path, "01_tiny", tiny_notebook())
+    assert pair_differences(tmp_path, "01_tiny") == []
+
+
+def test_pair_check_finds_an_edited_source(tmp_path):
+    write_pair(tmp_path, "01_tiny", tiny_notebook())
+    py = tmp_path / "01_tiny.py"
+    py.write_text(py.read_text().replace("6 * 7", "6 * 8"))
+    assert pair_differences(tmp_path, "01_tiny") == [
+        "cell 1 differs: .py has ('code', 'print(6 * 8)'), .ipynb has ('code', 'print(6 * 7)')"
+    ]
+
+
+def test_pair_check_finds_a_changed_cell_type_and_an_added_cell(tmp_path):
+    nb = tiny_notebook()
+    write_pair(tmp_path, "01_tiny", nb)
+    nb.cells[1] = new_markdown_cell("print(6 * 7)")
+    nb.cells.append(new_code_cell("1 + 1"))
+    nbformat.write(nb, tmp_path / "01_tiny.ipynb")
+    problems = pair_differences(tmp_path, "01_tiny")
+    assert problems[0] == "01_tiny.py has 2 cells, 01_tiny.ipynb has 3"
+    assert problems[1].startswith("cell 1 differs: .py has ('code', ") and "('markdown', " in problems[1]
+
+
+@pytest.mark.parametrize("missing", ["py", "ipynb"])
+def test_pair_check_finds_a_missing_half(tmp_path, missing):
+    write_pair(tmp_path, "01_tiny", tiny_notebook())
+    (tmp_path / f"01_tiny.{missing}").unlink()
+    assert notebook_names(tmp_path) == ["01_tiny"]
+    assert pair_differences(tmp_path, "01_tiny")[0].startswith(f"01_tiny.{missing} missing")
+
+
+def test_execution_check_finds_an_unexecuted_and_an_out_of_order_notebook():
+    nb = tiny_notebook()
+    nb.cells.append(new_code_cell("x = 1"))
+    assert execution_problems(nb) == [
+        "no code cell has an output: the notebook was saved without running it",
+        "execution counts are [None, None], not 1, 2, 3, ...: run it top to bottom in a fresh kernel",
+    ]
+    nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="42\n")]
+    nb.cells[1].execution_count, nb.cells[2].execution_count = 3, 2
+    assert execution_problems(nb) == [
+        "execution counts are [3, 2], not 1, 2, 3, ...: run it top to bottom in a fresh kernel"
+    ]
+    nb.cells[1].execution_count, nb.cells[2].execution_count = 1, 2
+    assert execution_problems(nb) == []
+
+
+def test_output_check_finds_warnings_addresses_default_figures_and_svg():
+    nb = tiny_notebook()
+    new_output = nbformat.v4.new_output
+    nb.cells[1].outputs = [
+        new_output("stream", name="stderr", text="RuntimeWarning: overflow\n"),
+        new_output("execute_result", data={"text/plain": "<object at 0x7f3a2b>"}, execution_count=1),
+        new_output("display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>"}),
+        new_output("display_data", data={"image/svg+xml": "<svg/>", "text/plain": "<Figure size 500x400>"}),
+        new_output("error", ename="ValueError", evalue="bad", traceback=[]),
+    ]
+    problems = output_problems(nb)
+    assert len(problems) == 5
+    for words in ["stderr", "memory address", "default size", "SVG", "raised ValueError"]:
+        assert any(words in problem for problem in problems), words
+
+
+def test_copy_check_sees_a_pasted_package_function():
+    nb = tiny_notebook("%matplotlib inline\nimport mhattn\n\ndef split_heads(x, num_heads):\n    return x")
+    defined = {node.name for node in ast.walk(ast.parse(notebook_code(nb))) if isinstance(node, ast.FunctionDef)}
+    assert defined & package_names() == {"split_heads"}
+
+
+# The refresh script, on a copy of the layout in a temporary folder ------------------------------
+
+
+def run_refresh(root, *args):
+    script = root / "notebooks" / "refresh.sh"
+    env = {**os.environ, "PYTHON": sys.executable}
+    return subprocess.run(["bash", str(script), *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def tiny_repo(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    (notebooks / "refresh.sh").write_text((NOTEBOOKS / "refresh.sh").read_text())
+    code = "\n".join(
+        [
+            "from pathlib import Path",
+            "Path('../figures').mkdir(exist_ok=True)",
+            "Path('../figures/tiny.txt').write_text('ok')",
+            "",
+        ]
+    )
+    jupytext.write(tiny_notebook(code + "print(6 * 7)"), notebooks / "01_tiny.py", fmt="py:percent")
+    return tmp_path
+
+
+def test_refresh_writes_an_executed_ipynb_twin_and_its_figures(tiny_repo):
+    result = run_refresh(tiny_repo)
+    assert result.returncode == 0, result.stderr
+    assert "notebooks/01_tiny.py -> notebooks/01_tiny.ipynb" in result.stdout
+    notebooks = tiny_repo / "notebooks"
+    assert pair_differences(notebooks, "01_tiny") == []
+    nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
+    assert execution_problems(nb) == [] and output_problems(nb) == []
+    assert nb.cells[1].outputs[0].text == "42\n"
+    assert (tiny_repo / "figures" / "tiny.txt").read_text() == "ok", "the notebook must run in notebooks/"
+
+
+def test_refresh_is_repeatable_and_follows_an_edited_py(tiny_repo):
+    notebooks = tiny_repo / "notebooks"
+    assert run_refresh(tiny_repo).returncode == 0
+    first = (notebooks / "01_tiny.ipynb").read_text()
+    assert run_refresh(tiny_repo, str(notebooks / "01_tiny.py")).returncode == 0
+    assert (notebooks / "01_tiny.ipynb").read_text() == first, "a second refresh must change nothing"
+    py = notebooks / "01_tiny.py"
+    py.write_text(py.read_text().replace("6 * 7", "6 * 8"))
+    assert run_refresh(tiny_repo).returncode == 0
+    nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
+    assert nb.cells[1].outputs[0].text == "48\n"
+    assert nb.cells[1].id == nbformat.reads(first, as_version=4).cells[1].id, "cell ids are kept"
+
+
+def test_refresh_refuses_to_drop_newer_edits_made_in_the_ipynb(tiny_repo):
+    notebooks = tiny_repo / "notebooks"
+    assert run_refresh(tiny_repo).returncode == 0
+    nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
+    nb.cells[0].source = "# Edited in JupyterLab"
+    nbformat.write(nb, notebooks / "01_tiny.ipynb")
+    os.utime(notebooks / "01_tiny.py", (1, 1))  # the .py is older than the edit
+    result = run_refresh(tiny_repo)
+    assert result.returncode != 0 and "jupytext --sync" in result.stderr
+    assert nbformat.read(notebooks / "01_tiny.ipynb", as_version=4).cells[0].source == "# Edited in JupyterLab"
+    assert run_refresh(tiny_repo, "--force").returncode == 0
+    assert nbformat.read(notebooks / "01_tiny.ipynb", as_version=4).cells[0].source == "# A tiny notebook"
+
+
+# The exercises' checks accept a right answer and reject wrong ones --------------------------------
+# The solutions live here, out of the notebooks' text.
+
+
+@contextlib.contextmanager
+def working_directory(path):
+    previous = Path.cwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+@pytest.fixture(scope="module")
+def run_notebook(tmp_path_factory):
+    """Run a notebook's code in a fresh namespace (in a scratch folder: its figures go there)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cache = {}
+
+    def run(name):
+        if name not in cache:
+            scratch = tmp_path_factory.mktemp(name) / "notebooks"
+            scratch.mkdir()
+            namespace = {"__name__": "__notebook__", "__builtins__": builtins, "display": lambda *a: None}
+            with working_directory(scratch), contextlib.redirect_stdout(None):
+                exec(compile(notebook_code(jupytext.read(NOTEBOOKS / f"{name}.py")), name, "exec"), namespace)
+            plt.close("all")
+            cache[name] = namespace
+        return cache[name]
+
+    return run
+
+
+def multi_head_loop(x, mha, interleaved=False, apply_W_o=True):
+    """The solution of exercise 2; ``interleaved`` and ``apply_W_o=False`` are two mistakes."""
+    d_k = mha.d_k
+    W_q, W_k, W_v = np.split(mha.W_qkv, 3, axis=1)  # each (d_model, d_model)
+    outputs, weights = [], []
+    for h in range(mha.num_heads):
+        if interleaved:  # wrong: head h's q, k and v taken as three neighbouring blocks of W_qkv
+            blocks = np.split(mha.W_qkv[:, 3 * h * d_k : 3 * (h + 1) * d_k], 3, axis=1)
+        else:
+            blocks = [W[:, h * d_k : (h + 1) * d_k] for W in (W_q, W_k, W_v)]  # each (d_model, d_k)
+        out, w = mhattn.scaled_dot_product_attention(*(x @ W for W in blocks))
+        outputs.append(out)
+        weights.append(w)
+    concatenated = np.concatenate(outputs, axis=-1)  # (batch, seq_len, d_model)
+    return (concatenated @ mha.W_o if apply_W_o else concatenated), np.stack(weights, axis=1)
+
+
+def head_columns(mha, order):
+    return np.concatenate([np.arange(h * mha.d_k, (h + 1) * mha.d_k) for h in order])  # (d_model,)
+
+
+def permute_heads(mha, order, move_W_o=True):
+    columns = head_columns(mha, order)
+    new = mhattn.MultiHeadAttention(mha.d_model, mha.num_heads)
+    new.W_qkv = mha.W_qkv[:, np.concatenate([columns + part * mha.d_model for part in range(3)])]
+    new.W_o = mha.W_o[columns] if move_W_o else mha.W_o
+    return new
+
+
+EXERCISES = [
+    # notebook, checker, the pre-filled answer, a right answer, wrong answers
+    (
+        "04_multi_head_attention",
+        "check_exercise_1",
+        None,
+        mhattn.causal_mask(6),
+        [np.ones((6, 6), bool), np.eye(6, dtype=bool), ~mhattn.causal_mask(6), mhattn.causal_mask(6).T],
+    ),
+    (
+        "04_multi_head_attention",
+        "check_exercise_2",
+        lambda x, mha: None,
+        multi_head_loop,
+        [
+            lambda x, mha: multi_head_loop(x, mha, interleaved=True),
+            lambda x, mha: multi_head_loop(x, mha, apply_W_o=False),
+        ],
+    ),
+    (
+        "04_multi_head_attention",
+        "check_exercise_3",
+        lambda mha, order: None,
+        permute_heads,
+        [lambda mha, order: permute_heads(mha, order, move_W_o=False), lambda mha, order: mha],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "checker", "unanswered", "right", "wrongs"), EXERCISES, ids=[f"{e[0][:2]}-{e[1]}" for e in EXERCISES]
+)
+def test_exercise_check_accepts_the_solution_and_rejects_mistakes(
+    run_notebook, name, checker, unanswered, right, wrongs
+):
+    check = run_notebook(name)[checker]
+    assert check(unanswered).endswith("not answered yet."), "the pre-filled answer must not fail the notebook"
+    assert check(right).endswith("correct.")
+    for wrong in wrongs:
+        with pytest.raises(AssertionError):
+            check(wrong)
