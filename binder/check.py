@@ -1,0 +1,125 @@
+"""Prove the Binder configuration without Docker.
+
+1. ``jupyter-repo2docker --no-build --debug .`` must accept the repository and write a
+   Dockerfile that builds the Python pinned in ``binder/runtime.txt`` and installs
+   ``binder/requirements.txt``.
+2. Those install steps are replayed in a fresh virtual environment of that Python:
+   repo2docker's own base environment (JupyterLab, Notebook, ipywidgets, ... at the versions
+   its lock file names, from PyPI instead of conda-forge), then ``pip install -r
+   binder/requirements.txt`` from the repository root, as the Dockerfile does.
+3. In that environment every notebook must execute, and the widgets lab extension and the
+   jupytext server extension must be listed as enabled.
+
+Usage, from the repository root (needs network access to PyPI; takes a few minutes):
+
+    python3 binder/check.py
+
+Exits non-zero, saying which step failed, when any check fails.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# What repo2docker's base environment asks for (its environment.yml), installed from PyPI.
+BASE_PACKAGES = ["ipywidgets", "jupyter_server", "jupyterlab", "notebook", "ipykernel"]
+
+
+def run(command, **kwargs):
+    print("+", " ".join(str(c) for c in command), flush=True)
+    return subprocess.run(command, check=True, text=True, capture_output=True, **kwargs)
+
+
+def step(title):
+    print(f"\n== {title}", flush=True)
+    return time.perf_counter()
+
+
+def done(start):
+    print(f"   ok ({time.perf_counter() - start:.0f} s)", flush=True)
+
+
+def plain(completed):
+    """A command's stdout and stderr together, without terminal colour codes."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", completed.stdout + completed.stderr)
+
+
+def fail(message):
+    sys.exit(f"FAILED: {message}")
+
+
+def pinned_python():
+    match = re.fullmatch(r"python-(\d+\.\d+)\s*", (ROOT / "binder" / "runtime.txt").read_text())
+    if not match:
+        fail("binder/runtime.txt must hold one line like 'python-3.11'")
+    return match.group(1)
+
+
+def main():
+    python_version = pinned_python()
+    work = Path(tempfile.mkdtemp(prefix="binder-check-"))
+
+    start = step("repo2docker reads the repository (no Docker needed)")
+    tools = work / "r2d"
+    run([sys.executable, "-m", "venv", tools])
+    run([tools / "bin" / "python", "-m", "pip", "install", "-q", "jupyter-repo2docker"])
+    dockerfile = run([tools / "bin" / "jupyter-repo2docker", "--no-build", "--debug", "."], cwd=ROOT)
+    text = dockerfile.stdout + dockerfile.stderr
+    if f"Building conda environment for python={python_version}" not in text:
+        fail(f"repo2docker does not build Python {python_version}:\n{text[:2000]}")
+    if '-r "binder/requirements.txt"' not in text:
+        fail("repo2docker's Dockerfile does not install binder/requirements.txt")
+    where = "import repo2docker, os; print(os.path.dirname(repo2docker.__file__))"
+    package_dir = Path(run([tools / "bin" / "python", "-c", where]).stdout.strip())
+    lock_file = package_dir / "buildpacks" / "conda" / f"environment.py-{python_version}-linux-64.lock"
+    lock = lock_file.read_text() if lock_file.exists() else ""
+    base = []
+    for name in BASE_PACKAGES:
+        found = re.search(rf"/{name}-(\d[^-]*)-[^/]*\.conda", lock)
+        base.append(f"{name}=={found.group(1)}" if found else name)
+    print(f"   Python {python_version}; base environment: {' '.join(base)}")
+    done(start)
+
+    start = step(f"replay the install in a fresh Python {python_version} virtual environment")
+    python = f"python{python_version}"
+    env_dir = work / "binder-env"
+    run([python, "-m", "venv", env_dir])
+    bin_dir = env_dir / "bin"
+    reported = run([bin_dir / "python", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]).stdout.strip()
+    if reported != python_version:
+        fail(f"the replay environment runs Python {reported}, not the pinned {python_version}")
+    run([bin_dir / "python", "-m", "pip", "install", "-q", *base])
+    run([bin_dir / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], cwd=ROOT)
+    done(start)
+
+    start = step("the widgets lab extension and the jupytext server extension are enabled")
+    environment = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(work))
+    listing = plain(run([bin_dir / "jupyter", "labextension", "list"], env=environment))
+    if not re.search(r"@jupyter-widgets/jupyterlab-manager v\S+ enabled\s+OK", listing):
+        fail(f"the widgets lab extension is not enabled:\n{listing}")
+    listing = plain(run([bin_dir / "jupyter", "server", "extension", "list"], env=environment))
+    if not re.search(r"jupytext enabled", listing) or not re.search(r"jupytext\s+(\S+\s+)?OK", listing):
+        fail(f"the jupytext server extension is not enabled:\n{listing}")
+    print("   @jupyter-widgets/jupyterlab-manager enabled; jupytext enabled")
+    done(start)
+
+    start = step("every notebook executes in the Binder environment")
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    for notebook in notebooks:
+        run(
+            [bin_dir / "jupyter", "nbconvert", "--to", "notebook", "--execute", "--output-dir", work / "executed",
+             "--ExecutePreprocessor.timeout=120", notebook],
+            cwd=ROOT / "notebooks", env=environment,
+        )
+    print(f"   {len(notebooks)} notebooks executed")
+    done(start)
+    print("\nBinder configuration OK")
+
+
+if __name__ == "__main__":
+    main()
