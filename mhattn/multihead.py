@@ -72,6 +72,7 @@ class MultiHeadAttention:
     # The weights are properties so that assigning one drops the cached float32 copies.
     @property
     def W_qkv(self):
+        """ndarray of shape ``(d_model, 3 * d_model)``: the fused query/key/value projection (read-only)."""
         return self._W_qkv
 
     @W_qkv.setter
@@ -81,6 +82,7 @@ class MultiHeadAttention:
 
     @property
     def W_o(self):
+        """ndarray of shape ``(d_model, d_model)``: the output projection (read-only)."""
         return self._W_o
 
     @W_o.setter

@@ -1,5 +1,7 @@
 """A numerically stable softmax."""
 
+import numbers
+
 import numpy as np
 
 from . import _checks
@@ -40,10 +42,14 @@ def softmax(x, axis=-1):
     ValueError
         If ``x`` holds NaN or ``+inf`` (there is no sensible probability for them), or
         ``axis`` is out of range.
+    TypeError
+        If ``x`` is not real-valued or ``axis`` is not an int.
     """
     x = _checks.real_array("x", x)
     if np.isnan(x).any() or np.isposinf(x).any():
         raise ValueError("x must not contain NaN or +inf; -inf is allowed (it means probability 0)")
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"axis must be an int; got {axis!r} of type {type(axis).__name__}")
     if not -x.ndim <= axis < max(x.ndim, 1):
         raise ValueError(f"axis must be in [-{x.ndim}, {x.ndim - 1}] for x of shape {x.shape}; got {axis}")
     return softmax_(np.array(x, copy=True), axis=axis)

@@ -103,3 +103,8 @@ def test_an_axis_out_of_range_is_rejected_with_the_shape():
 def test_non_numeric_input_is_a_type_error():
     with pytest.raises(TypeError, match="x must hold real numbers; got an array of dtype <U1"):
         softmax(np.array(["a", "b"]))
+
+
+def test_a_non_integer_axis_is_a_type_error():
+    with pytest.raises(TypeError, match="axis must be an int; got 1.0 of type float"):
+        softmax(np.zeros((2, 3)), axis=1.0)
