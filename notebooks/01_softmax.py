@@ -285,7 +285,10 @@ for axis in (-1, 0, 1):
     assert np.allclose(got, naive), f"axis={axis}: the values differ from the softmax formula"
 with np.errstate(all="ignore"):  # let the asserts, not warnings, report an overflow
     huge = my_softmax(small * 1000 + 5000)
-assert np.isfinite(huge).all(), "scores in the thousands gave inf or nan: something still overflows"
+assert np.isfinite(huge).all(), (
+    "scores in the thousands gave inf or nan: an exp overflowed, or a whole slice underflowed to 0. "
+    "Subtract the maximum of each slice (along axis), not of the whole array"
+)
 assert np.allclose(huge, my_softmax(small * 1000)), "adding a constant to every score changed the weights"
 assert my_softmax(small.astype(np.float32)).dtype == np.float32, "float32 scores must give float32 weights"
 
