@@ -139,11 +139,12 @@ def plot_embedding_shift(
     title="How attention moves each position",
     input_label="input",
     output_label="output",
+    label_at="inputs",
 ):
     """Draw each position's input and output in 2-D, with an arrow from one to the other.
 
     Inputs are hollow circles, outputs filled circles in the same colour, and each
-    position's label sits next to its input.
+    position's label sits next to its input (or its output, see ``label_at``).
 
     Parameters
     ----------
@@ -161,6 +162,9 @@ def plot_embedding_shift(
         The Axes title.
     input_label, output_label : str
         Legend entries for the hollow and the filled circles.
+    label_at : {"inputs", "outputs"}, default "inputs"
+        Which end of each arrow gets the position's label: choose the end whose points
+        are further apart, so the labels do not overlap.
 
     Returns
     -------
@@ -182,6 +186,8 @@ def plot_embedding_shift(
         explained = _checks.real_array("explained", explained)
         if explained.shape != (2,):
             raise ValueError(f"explained must have shape (2,); got shape {explained.shape}")
+    if label_at not in ("inputs", "outputs"):
+        raise ValueError(f'label_at must be "inputs" or "outputs"; got {label_at!r}')
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 6), layout="constrained")
 
@@ -196,7 +202,7 @@ def plot_embedding_shift(
             zorder=2,
             arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.3, "shrinkA": 6, "shrinkB": 6, "alpha": 0.8},
         )
-    for (x, y), label in zip(inputs_2d, labels, strict=True):
+    for (x, y), label in zip(inputs_2d if label_at == "inputs" else outputs_2d, labels, strict=True):
         ax.annotate(label, (x, y), xytext=(7, 7), textcoords="offset points", fontsize=9)
 
     def axis_label(k):

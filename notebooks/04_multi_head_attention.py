@@ -294,46 +294,69 @@ print("  split, then project (bug):    ", heads_that_changed(buggy_before, buggy
 # the head that owns its slice, and the layer also has `num_heads` times fewer projection
 # parameters than the formula says.
 #
-# ### Bug 2: reshaping without the transpose
+# ### Bug 2: reading `W_qkv` in the wrong layout
 #
-# `split_heads` reshapes `(batch, seq_len, d_model)` to `(batch, seq_len, num_heads, d_k)`
-# and *then* swaps the two middle axes. Reshaping straight to
-# `(batch, num_heads, seq_len, d_k)` gives the same shape, but NumPy fills it in memory
-# order, so the rows of "head 0" are consecutive slices of the first tokens. To see it,
-# fill a tensor with `100 * token + feature`:
+# Our `W_qkv` is laid out `[all queries | all keys | all values]`, as PyTorch's
+# `in_proj_weight` is; head `h` finds its query columns in the first third. Other code
+# stores the same numbers per head, `[q_0 k_0 v_0 | q_1 k_1 v_1 | ...]`. The layout is a
+# convention between the code that writes the matrix and the code that reads it, and
+# reading ours as if it were per head raises no error: every slice has the right width.
 
 # %%
-labelled = 100 * np.arange(seq_len)[None, :, None] + np.arange(d_model)[None, None, :]  # (1, 6, 64)
-right = split_heads(labelled, num_heads)  # (1, 4, 6, 16)
-wrong = labelled.reshape(batch, num_heads, seq_len, d_model // num_heads)  # (1, 4, 6, 16): BUG
-print("shapes:", right.shape, wrong.shape)
-for name, array in [("right", right), ("wrong", wrong)]:
-    rows = [f"{int(value) // 100}/{int(value) % 100}" for value in array[0, 0, :, 0]]
-    print(f"{name}: head 0's rows start at token/feature", ", ".join(rows))
+qkv = x @ mha.W_qkv  # (1, 6, 192)
+per_head = qkv.reshape(batch, seq_len, num_heads, 3, mha.d_k)  # BUG: assumes [q_0 k_0 v_0 | q_1 k_1 v_1 | ...]
+Q_bad, K_bad, V_bad = per_head.transpose(3, 0, 2, 1, 4)  # each (batch, num_heads, seq_len, d_k)
+heads_bad, weights_bad = scaled_dot_product_attention(Q_bad, K_bad, V_bad)
+output_bad = combine_heads(heads_bad) @ mha.W_o
+
+print("shapes:", output_bad.shape, weights_bad.shape, "  rows sum to one:", np.allclose(weights_bad.sum(-1), 1))
+print("same output as the module:", np.allclose(output_bad, output))
+print(f"largest difference: {np.abs(output_bad - output).max():.2f}")
 
 # %% [markdown]
-# With the transpose, head 0 gets features 0-15 of each of the six tokens. Without it,
-# head 0's six "tokens" are four slices of token 0 and two of token 1, and they attend to
-# each other as if they were separate words. The mirror image of this bug,
-# `combine_heads` without its transpose, scrambles the outputs the same way.
+# With random weights, either reading gives a perfectly valid layer, just not the same
+# one. The bug shows up only against a trusted reference: the module itself here, PyTorch
+# in this project's tests, or pretrained weights that suddenly produce nonsense.
 #
-# ### Bug 3: scaling by $\sqrt{d_\text{model}}$ instead of $\sqrt{d_k}$
+# ### Bug 3: forgetting `W_o`
 #
-# The scaling divides each score by the square root of the number of products it sums, so
-# that scores keep a spread of about the same size for any width. Inside a head a score
-# sums `d_k` products, not `d_model`. With one head the two are equal, which is how this bug
-# survives single-head tests; with 4 heads it halves every score:
+# After `combine_heads` the array already has the right shape, `(batch, seq_len, d_model)`,
+# so returning it looks finished. But then output features 0-15 are head 0's output
+# alone, features 16-31 head 1's, and so on: the heads are side by side, never mixed.
+# To see it, double the value columns of head 2 only and ask which output features react.
 
 # %%
-raw_scores = split_heads(Q, num_heads) @ np.swapaxes(split_heads(K, num_heads), -1, -2)  # (1, 4, 6, 6)
-for name, scale in [("sqrt(d_k)     (correct)", np.sqrt(mha.d_k)), ("sqrt(d_model) (bug)    ", np.sqrt(d_model))]:
-    w = mhattn.softmax(raw_scores / scale, axis=-1)
-    print(f"{name}: score std {(raw_scores / scale).std():.2f}, mean largest weight {w.max(axis=-1).mean():.2f}")
+def output_without_W_o(x, mha):
+    """BUG: the heads are concatenated but never mixed by W_o."""
+    Q, K, V = (split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1))
+    return combine_heads(scaled_dot_product_attention(Q, K, V)[0])
+
+
+def features_that_changed(before, after):
+    changed = np.flatnonzero(~np.isclose(before, after).all(axis=(0, 1)))
+    return f"{len(changed)} of {before.shape[-1]}: {changed.min()} ... {changed.max()}"
+
+
+head2_values = slice(2 * d_model + 2 * mha.d_k, 2 * d_model + 3 * mha.d_k)  # head 2's columns in the value third
+column_scale = np.ones(3 * d_model)
+column_scale[head2_values] = 2.0
+louder = MultiHeadAttention(d_model, num_heads)  # the same layer (seed 42) ...
+louder.W_qkv = mha.W_qkv * column_scale  # ... with head 2's value columns doubled
+
+print("output features that change when head 2's values double")
+print("  with W_o (correct):   ", features_that_changed(mha(x)[0], louder(x)[0]))
+print("  without W_o (bug):    ", features_that_changed(output_without_W_o(x, mha), output_without_W_o(x, louder)))
 
 # %% [markdown]
-# Rows still sum to one, so nothing looks wrong, but every head is now twice as "hot"
-# (as if a softmax temperature of 2 had been added) and its weights are flatter than the
-# design intends.
+# `W_o` is what lets every output feature draw on every head. Without it, the next layer
+# receives each head's findings in a fixed slot, and `4 * d_model**2` parameters become
+# `3 * d_model**2`.
+#
+# Two more bugs with the right shapes come from the earlier notebooks, and a multi-head
+# layer makes them more likely: reshaping without the transpose in `split_heads`
+# (notebook 03) and dividing the scores by $\sqrt{d_\text{model}}$ instead of
+# $\sqrt{d_k}$ (notebook 02). With `num_heads = 1` neither changes a single number, so
+# test with several heads.
 
 # %% [markdown]
 # ## Summary

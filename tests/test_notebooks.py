@@ -384,44 +384,98 @@ def permute_heads(mha, order, move_W_o=True):
     return new
 
 
+def components_for_90(stacked):
+    """Exercise 1 of notebook 05, answered with scikit-learn (the check uses an SVD)."""
+    from sklearn.decomposition import PCA
+
+    kept = np.cumsum(PCA().fit(stacked).explained_variance_ratio_)
+    return int(np.argmax(kept >= 0.9)) + 1
+
+
+def cosines(a, b):
+    return np.array([np.dot(u, v) / (np.linalg.norm(u) * np.linalg.norm(v)) for u, v in zip(a, b, strict=True)])
+
+
+# Each entry: notebook, checker, and a function of the notebook's namespace that returns
+# (the pre-filled answer, a right answer, [wrong answers]).
 EXERCISES = [
-    # notebook, checker, the pre-filled answer, a right answer, wrong answers
     (
         "04_multi_head_attention",
         "check_exercise_1",
-        None,
-        mhattn.causal_mask(6),
-        [np.ones((6, 6), bool), np.eye(6, dtype=bool), ~mhattn.causal_mask(6), mhattn.causal_mask(6).T],
+        lambda ns: (
+            None,
+            mhattn.causal_mask(6),
+            [np.ones((6, 6), bool), np.eye(6, dtype=bool), ~mhattn.causal_mask(6), mhattn.causal_mask(6).T],
+        ),
     ),
     (
         "04_multi_head_attention",
         "check_exercise_2",
-        lambda x, mha: None,
-        multi_head_loop,
-        [
-            lambda x, mha: multi_head_loop(x, mha, interleaved=True),
-            lambda x, mha: multi_head_loop(x, mha, apply_W_o=False),
-        ],
+        lambda ns: (
+            lambda x, mha: None,
+            multi_head_loop,
+            [
+                lambda x, mha: multi_head_loop(x, mha, interleaved=True),
+                lambda x, mha: multi_head_loop(x, mha, apply_W_o=False),
+            ],
+        ),
     ),
     (
         "04_multi_head_attention",
         "check_exercise_3",
-        lambda mha, order: None,
-        permute_heads,
-        [lambda mha, order: permute_heads(mha, order, move_W_o=False), lambda mha, order: mha],
+        lambda ns: (
+            lambda mha, order: None,
+            permute_heads,
+            [lambda mha, order: permute_heads(mha, order, move_W_o=False), lambda mha, order: mha],
+        ),
+    ),
+    (
+        "05_embedding_shift",
+        "check_exercise_1",
+        lambda ns: (
+            None,
+            components_for_90(ns["stacked"]),
+            [components_for_90(ns["stacked"]) - 1, components_for_90(ns["stacked"]) + 1, 0.9, 0],
+        ),
+    ),
+    (
+        "05_embedding_shift",
+        "check_exercise_2",
+        lambda ns: (
+            lambda x: None,
+            lambda x: ns["mha"](x, mhattn.causal_mask(x.shape[1]))[0],
+            [
+                lambda x: ns["mha"](x)[0],  # no mask: sees the future
+                lambda x: ns["mha"](x, np.eye(x.shape[1], dtype=bool))[0],  # sees only itself
+                lambda x: ns["mha"](x, mhattn.causal_mask(x.shape[1]).T)[0],  # sees only the future
+                lambda x: ns["mha"](x, mhattn.causal_mask(x.shape[1]))[0][0],  # drops the batch axis
+            ],
+        ),
+    ),
+    (
+        "05_embedding_shift",
+        "check_exercise_3",
+        lambda ns: (
+            None,
+            cosines(ns["inputs"], ns["inputs"] + ns["outputs"]),
+            [
+                cosines(ns["inputs"], ns["outputs"]),  # forgot the residual
+                cosines(ns["inputs"].T, (ns["inputs"] + ns["outputs"]).T),  # per feature, not per token
+                np.dot(ns["inputs"].ravel(), (ns["inputs"] + ns["outputs"]).ravel()),  # one number
+            ],
+        ),
     ),
 ]
 
 
-@pytest.mark.parametrize(
-    ("name", "checker", "unanswered", "right", "wrongs"), EXERCISES, ids=[f"{e[0][:2]}-{e[1]}" for e in EXERCISES]
-)
-def test_exercise_check_accepts_the_solution_and_rejects_mistakes(
-    run_notebook, name, checker, unanswered, right, wrongs
-):
-    check = run_notebook(name)[checker]
+@pytest.mark.parametrize(("name", "checker", "answers"), EXERCISES, ids=[f"{e[0][:2]}-{e[1]}" for e in EXERCISES])
+def test_exercise_check_accepts_the_answer_and_rejects_mistakes(run_notebook, name, checker, answers):
+    namespace = run_notebook(name)
+    unanswered, right, wrongs = answers(namespace)
+    check = namespace[checker]
     assert check(unanswered).endswith("not answered yet."), "the pre-filled answer must not fail the notebook"
     assert check(right).endswith("correct.")
-    for wrong in wrongs:
+    for index, wrong in enumerate(wrongs):
         with pytest.raises(AssertionError):
             check(wrong)
+            pytest.fail(f"wrong answer {index} was accepted")

@@ -173,6 +173,14 @@ def test_plot_embedding_shift_labels_positions_and_reports_explained_variance():
     assert legend == ["input", "output"]
 
 
+def test_plot_embedding_shift_can_label_the_outputs_instead():
+    inputs_2d, outputs_2d, _ = shift_example(seq_len=3)
+    ax = plot_embedding_shift(inputs_2d, outputs_2d, label_at="outputs")
+    texts = [child for child in ax.get_children() if isinstance(child, Annotation) and child.arrow_patch is None]
+    assert [t.get_text() for t in texts] == ["pos 0", "pos 1", "pos 2"]
+    np.testing.assert_allclose([t.xy for t in texts], outputs_2d)
+
+
 def test_plot_embedding_shift_draws_on_a_given_axes():
     inputs_2d, outputs_2d, _ = shift_example()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -191,6 +199,7 @@ def test_plot_embedding_shift_draws_on_a_given_axes():
         ({"inputs_2d": np.full((4, 2), np.inf)}, ValueError, ["inputs_2d", "finite"]),
         ({"explained": np.array([0.3, 0.2, 0.1])}, ValueError, ["explained", "(2,)"]),
         ({"labels": ["a", "b"]}, ValueError, ["labels", "4 labels"]),
+        ({"label_at": "input"}, ValueError, ["label_at", "'input'"]),
         ({"inputs_2d": np.array([["a", "b"]] * 4)}, TypeError, ["inputs_2d", "real numbers"]),
     ],
 )
