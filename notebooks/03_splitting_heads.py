@@ -285,55 +285,64 @@ for name, split, combine in [("correct split and combine", split_heads, combine_
 #
 # ## Exercises
 #
-# Replace each placeholder between the `YOUR CODE` markers and run the cell; the checks
-# tell you what is wrong, and whether the placeholder is still in place.
+# As in notebooks 1 and 2, each exercise has a cell to fill in, pre-filled with a
+# placeholder that calls the package, and a cell that checks your answer. Replace the
+# lines between the `YOUR CODE` markers, run the cell, then run the check.
 #
 # **Exercise 1.** Write `my_split_heads(x, num_heads)` and `my_combine_heads(x)` with NumPy
-# only.
+# only. The check tests them against the specification and with the two attention tests
+# above.
 
 # %%
 def my_split_heads(x, num_heads):
     # ---- YOUR CODE: replace the placeholder line below ----
-    return split_heads(x, num_heads)  # placeholder: the package's answer
+    return split_heads(x, num_heads)  # placeholder: calls the package
     # ---- END OF YOUR CODE ----
 
 
 def my_combine_heads(x):
     # ---- YOUR CODE: replace the placeholder line below ----
-    return combine_heads(x)  # placeholder: the package's answer
+    return combine_heads(x)  # placeholder: calls the package
     # ---- END OF YOUR CODE ----
 
 
-# ---- checks ----
-xc = np.random.default_rng(5).normal(size=(2, 7, 12))  # batch 2, seq_len 7, d_model 12
-for H in (1, 3, 4):
-    dk = 12 // H
-    got = np.asarray(my_split_heads(xc, H))
-    assert got.shape == (2, H, 7, dk), f"num_heads={H}: expected shape (batch, num_heads, seq_len, d_k) = {(2, H, 7, dk)}; got {got.shape}"
-    for h in range(H):
-        assert np.array_equal(got[:, h], xc[:, :, h * dk:(h + 1) * dk]), (
-            f"num_heads={H}: head {h} should hold columns {h * dk}..{(h + 1) * dk - 1} of every token, "
-            "tokens in order. Did you reshape without moving the heads axis?"
+# %%
+def check_exercise_1(functions):
+    """``functions`` is the pair (split, combine)."""
+    split, combine = functions
+    x = np.random.default_rng(5).normal(size=(2, 7, 12))  # batch 2, seq_len 7, d_model 12
+    for H in (1, 3, 4):
+        dk = 12 // H
+        heads = np.asarray(split(x, H))
+        assert heads.shape == (2, H, 7, dk), (
+            f"num_heads={H}: expected shape (batch, num_heads, seq_len, d_k) = {(2, H, 7, dk)}; got {heads.shape}"
         )
-    assert np.array_equal(my_combine_heads(got), xc), (
-        f"num_heads={H}: my_combine_heads(my_split_heads(x)) should give x back"
-    )
-    assert np.array_equal(my_combine_heads(split_heads(xc, H)), xc), (
-        f"num_heads={H}: my_combine_heads should undo a correct split (transpose back before the reshape?)"
-    )
-xc_changed = xc.copy()
-xc_changed[:, -1] += 1.0  # change the last token only
-for mask, should, problem in [(None, np.arange(7), "some tokens cannot see the last one"),
-                              (causal_mask(7), [6], "earlier tokens see the last one: heads see the future")]:
-    before = attention_in_heads(xc, my_split_heads, my_combine_heads, 3, mask)
-    after = attention_in_heads(xc_changed, my_split_heads, my_combine_heads, 3, mask)
-    moved = np.flatnonzero(~np.isclose(before, after).all(axis=(0, 2)))
-    assert moved.tolist() == list(should), f"changing the last token moved the outputs of tokens {moved}: {problem}"
+        for h in range(H):
+            assert np.array_equal(heads[:, h], x[:, :, h * dk:(h + 1) * dk]), (
+                f"num_heads={H}: head {h} should hold columns {h * dk}..{(h + 1) * dk - 1} of every token, "
+                "tokens in order. Did you reshape without moving the heads axis?"
+            )
+        assert np.array_equal(combine(split_heads(x, H)), x), (
+            f"num_heads={H}: combining a correct split should give x back (move the heads axis back first?)"
+        )
+        assert np.array_equal(combine(heads), x), f"num_heads={H}: combine(split(x)) should give x back"
+    x_changed = x.copy()
+    x_changed[:, -1] += 1.0  # change the last token only
+    for mask, should, problem in [(None, list(range(7)), "some tokens cannot see the last one"),
+                                  (causal_mask(7), [6], "earlier tokens see the last one: heads see the future")]:
+        before = attention_in_heads(x, split, combine, 3, mask)
+        after = attention_in_heads(x_changed, split, combine, 3, mask)
+        moved = np.flatnonzero(~np.isclose(before, after).all(axis=(0, 2)))
+        assert moved.tolist() == should, f"changing the last token moved the outputs of tokens {moved}: {problem}"
+    names = set()
+    for function in functions:
+        names |= set(getattr(getattr(function, "__code__", None), "co_names", ()))
+    if names & {"split_heads", "combine_heads"}:
+        return "Exercise 1: a placeholder still calls the package: not answered yet."
+    return "Exercise 1: correct."
 
-if {"split_heads", "combine_heads"} & set(my_split_heads.__code__.co_names + my_combine_heads.__code__.co_names):
-    print("The checks pass, but a placeholder is still there: replace both with your own code.")
-else:
-    print("All checks pass. Well done!")
+
+print(check_exercise_1((my_split_heads, my_combine_heads)))
 
 # %% [markdown]
 # **Exercise 2.** The full model computes the queries, keys and values of all heads with
@@ -346,24 +355,26 @@ else:
 # %%
 def split_qkv(qkv, num_heads):
     # ---- YOUR CODE: replace the placeholder lines below ----
-    Q, K, V = np.split(qkv, 3, axis=-1)  # placeholder: three separate splits
+    Q, K, V = np.split(qkv, 3, axis=-1)  # placeholder: three separate splits with the package
     return np.stack([split_heads(Q, num_heads), split_heads(K, num_heads), split_heads(V, num_heads)])
     # ---- END OF YOUR CODE ----
 
 
-# ---- checks ----
-qkv_c = np.random.default_rng(6).normal(size=(2, 5, 3 * 12))  # batch 2, seq_len 5, d_model 12
-for H in (2, 3):
-    got = np.asarray(split_qkv(qkv_c, H))
-    assert got.shape == (3, 2, H, 5, 12 // H), f"num_heads={H}: expected shape {(3, 2, H, 5, 12 // H)}; got {got.shape}"
-    for n, name in enumerate("QKV"):
-        block = qkv_c[..., n * 12:(n + 1) * 12]  # the d_model columns of Q, K or V
-        assert np.array_equal(got[n], split_heads(block, H)), (
-            f"num_heads={H}: {name} is wrong. Its columns are {n * 12}..{(n + 1) * 12 - 1} of qkv; "
-            "name all five axes in the reshape, then check which axis each one must end up on"
-        )
+# %%
+def check_exercise_2(function):
+    qkv = np.random.default_rng(6).normal(size=(2, 5, 3 * 12))  # batch 2, seq_len 5, d_model 12
+    for H in (2, 3):
+        got = np.asarray(function(qkv, H))
+        assert got.shape == (3, 2, H, 5, 12 // H), f"num_heads={H}: expected shape {(3, 2, H, 5, 12 // H)}; got {got.shape}"
+        for n, name in enumerate("QKV"):
+            block = qkv[..., n * 12:(n + 1) * 12]  # the d_model columns of Q, K or V
+            assert np.array_equal(got[n], split_heads(block, H)), (
+                f"num_heads={H}: {name} is wrong. Its columns are {n * 12}..{(n + 1) * 12 - 1} of qkv; "
+                "name all five axes in the reshape, then check which axis each one must end up on"
+            )
+    if "split_heads" in getattr(getattr(function, "__code__", None), "co_names", ()):
+        return "Exercise 2: the placeholder still calls the package: not answered yet."
+    return "Exercise 2: correct."
 
-if "split_heads" in split_qkv.__code__.co_names:
-    print("The checks pass, but this is still the placeholder: replace it with your own code.")
-else:
-    print("All checks pass. Well done!")
+
+print(check_exercise_2(split_qkv))
