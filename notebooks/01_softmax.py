@@ -99,8 +99,9 @@ print(naive_softmax(np.array([3.0, 1.0, -0.5, -1.5])))  # fine on small scores
 # %% [markdown]
 # The exponential grows fast. In float64 the largest number is about $1.8 \times 10^{308}$,
 # so $e^{x}$ is `inf` for any $x > 709.78$; in float32, the precision models usually run in,
-# the limit is $x > 88.7$. Scores that large are not exotic: in the next notebook we will see
-# unscaled dot products of wide vectors reach the hundreds. Then the naive softmax divides
+# the limit is $x > 88.7$. Scores that large do occur: in the next notebook, unscaled dot
+# products of random 1024-wide vectors have a standard deviation of 32, so scores of ±100
+# are routine. Then the naive softmax divides
 # `inf` by `inf`, which is `nan`. At the other end, very negative scores all underflow to
 # zero and we divide `0` by `0`, again `nan`.
 #
@@ -142,7 +143,8 @@ print("float32 near 90   :", softmax(np.array([90.0, 89.0, 88.0], dtype=np.float
 
 # %% [markdown]
 # All four rows are identical: the scores differ only by a constant, and the constant
-# cancels. That is our first property.
+# cancels. (Back in the naive float32 row, $e^{88}$ still fitted in float32 but the sum did
+# not, which is why its last weight came out as a confident and wrong `0`.)
 #
 # ## Three properties, checked with numbers
 #
@@ -235,10 +237,10 @@ plt.show()
 # %% [markdown]
 # The left panel shows the same five scores at three values of $\beta$; the right panel
 # follows every key's weight as $\beta$ grows a hundredfold each way (the dotted lines
-# mark the three values on the left). Attention wants to
-# live in the middle of the right panel, where the weights are decisive but still respond
-# to every score. Notebook 2 shows that dot products of wide vectors push the scores far
-# to the right unless we divide them by $\sqrt{d_k}$.
+# mark the three values on the left). Attention wants to live in the middle of the right
+# panel, where the weights are decisive but still respond to every score. Notebook 2 shows
+# that dot products of wide vectors push the scores far to the right unless we divide them
+# by $\sqrt{d_k}$.
 
 # %% [markdown]
 # ## Summary

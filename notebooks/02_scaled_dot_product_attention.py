@@ -157,11 +157,10 @@ for width in widths:
 print("\n".join(rows))
 
 # %% [markdown]
-# The variance grows in step with $d_k$, and the scaled version stays near 1 (up to a
-# few per cent of sampling noise). What does the
-# unscaled growth do to the weights? Below, for each width, 200 queries each attend to
-# their own 16 random keys; we record the largest weight in each row. A uniform row would
-# have a largest weight of $1/16$; a one-hot row, 1.
+# The variance grows in step with $d_k$, and the scaled version stays near 1 (up to a few
+# per cent of sampling noise). What does the unscaled growth do to the weights? Below, for
+# each width, 200 queries each attend to their own 16 random keys; we record the largest
+# weight in each row: $1/16$ for a uniform row, 1 for a one-hot row.
 
 # %%
 num_keys, num_queries = 16, 200
@@ -202,9 +201,10 @@ for width in (64, 1024):
 # %% [markdown]
 # Without the scale, a head of width 64 already puts most of a typical row's weight on a
 # single key, and the share climbs towards 1 as the heads get wider. This happens at the
-# start of training, with random weights, before the model has learned anything. Worse, a saturated softmax barely learns: the derivative of a weight $p$ with respect to
-# its own score is $p(1 - p)$, which is close to 0 when $p$ is close to 0 or 1. With the
-# scale, the typical row stays equally decisive at every width.
+# start of training, with random weights, before the model has learned anything. Worse, a
+# saturated softmax barely learns: the derivative of a weight $p$ with respect to its own
+# score is $p(1 - p)$, which is close to 0 when $p$ is close to 0 or 1. With the scale,
+# the typical row stays equally decisive at every width.
 #
 # ## Common bug: dividing by $\sqrt{d_\text{model}}$
 #

@@ -30,8 +30,8 @@
 #   heads axis has to move in front of the tokens;
 # - exactly which columns of each token feed which head, in a picture;
 # - the classic bug, a reshape without the transpose, which scrambles tokens across heads
-#   without any error, passes a round-trip test, and leaks the future through a causal
-#   mask;
+#   without any error and passes a round-trip test, and two tests that do catch it (one
+#   of them shows a variant of the bug leaking the future through a causal mask);
 # - how `combine_heads` undoes the split exactly.
 
 # %%
@@ -116,10 +116,11 @@ print("a view of x, no copy:", np.shares_memory(heads, x))
 print("combine_heads(split_heads(x)) == x exactly:", np.array_equal(combine_heads(heads), x))
 
 # %% [markdown]
-# In the full model (notebook 4), `x` here is the projected queries `Q = x @ W_q`, so the
-# columns that feed head `h` are made by columns `h * d_k` to `(h + 1) * d_k - 1` of
-# `W_q`. Each head therefore has its own slice of the projection matrix, learned
-# separately: that is what lets heads specialise.
+# In the full model (notebook 4) the arrays we split are the queries, keys and values,
+# for example `Q = x @ W_q`. Column `j` of `Q` is made by column `j` of `W_q`, so head `h`'s
+# queries come from columns `h * d_k` to `(h + 1) * d_k - 1` of `W_q`: each head has its
+# own slice of the projection matrices, learned separately. That is what lets heads
+# specialise.
 #
 # ## A picture of the split
 #
@@ -198,8 +199,8 @@ for h in range(2):
 # %% [markdown]
 # Look at the tens digits. Buggy head 0's "three tokens" are token 0's first half, token
 # 0's second half and token 1's first half; buggy head 1 gets the rest of token 1 and all
-# of token 2. Each row mixes up which token it is, and each head sees a different subset of
-# the sentence. The picture makes it plain:
+# of token 2. The rows are no longer tokens, and each head sees only part of the sentence.
+# The picture makes it plain:
 
 # %%
 fig = draw_split(lambda a: split_heads_buggy(a, num_heads),
