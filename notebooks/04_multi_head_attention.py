@@ -34,7 +34,6 @@
 # %config InlineBackend.figure_formats = ["png"]
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 import mhattn
@@ -82,7 +81,9 @@ FIGURES.mkdir(exist_ok=True)
 # steps: one matrix product makes all queries, keys and values; `split_heads` gives
 # each head its slice; attention runs for all heads at once, because the head axis is
 # just another leading axis for the matrix products; `combine_heads` and `W_o` bring
-# the heads back to one vector per token.
+# the heads back to one vector per token. (With `need_weights=False` the attention step
+# takes a block of queries at a time and never stores all the weights: the same output
+# with less memory on long sequences.)
 
 # %%
 show_source(MultiHeadAttention.forward)
@@ -239,9 +240,11 @@ fig.savefig(FIGURES / "04_attention_heads.png", dpi=100)
 #   projections that make these patterns useful (a head that follows the previous token, one
 #   that finds the subject of a verb); nothing here was learned.
 # - **The rows are already peaked.** Many rows give more than half their weight to one key.
-#   That comes from the scale of the random weights: with entries of size
-#   $\sqrt{2 / d_\text{model}}$ and a standard normal input, the scaled scores have a
-#   standard deviation of about 2, as the next cell checks, and a softmax over six numbers
+#   That comes from the scale of the random weights. With weights of variance
+#   $2 / d_\text{model}$ and a standard normal input, each entry of a query or key sums
+#   $d_\text{model}$ such products and has variance 2; a score sums $d_k$ products of
+#   two such entries, variance $4 d_k$, and dividing by $\sqrt{d_k}$ leaves variance 4:
+#   a standard deviation of about 2, as the next cell checks. A softmax over six numbers
 #   that far apart is dominated by the largest.
 
 # %%

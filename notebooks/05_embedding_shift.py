@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.decomposition import PCA
 
-from mhattn import MultiHeadAttention, causal_mask
+from mhattn import MultiHeadAttention
 from mhattn.embedding_shift import embedding_shift_2d
 from mhattn.plots import plot_embedding_shift
 from mhattn.source import show_source
@@ -112,7 +112,8 @@ print(f"the plane keeps {explained.sum():.1%} of the variance of the 12 vectors"
 # happens in directions the plane does not show. Twelve points in 64 dimensions span up
 # to 11 directions, and here the variance is spread over many of them. Distances in the
 # plane are therefore only a rough guide. Every arrow, for example, is shorter in the
-# picture than in 64-D, and by a different factor for each token:
+# picture than in 64-D (a projection can only shorten), and by a different factor for
+# each token:
 
 # %%
 length_2d = np.linalg.norm(outputs_2d - inputs_2d, axis=1)

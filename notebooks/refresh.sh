@@ -68,7 +68,10 @@ def refresh(source, force):
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
-    nb.metadata.pop("jupytext", None)  # the pairing lives in notebooks/jupytext.toml
+    jupytext_metadata = nb.metadata.get("jupytext", {})
+    jupytext_metadata.pop("text_representation", None)  # describes the .py, as jupytext itself does
+    if not jupytext_metadata:
+        nb.metadata.pop("jupytext", None)
     nbformat.write(nb, target)
     print(f"{seconds:6.1f} s  {source} -> {target}", flush=True)
 

@@ -10,9 +10,11 @@ accept a right answer and reject a wrong one, and that notebooks/refresh.sh does
 import ast
 import builtins
 import contextlib
+import io
 import os
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import jupytext
@@ -95,6 +97,26 @@ def output_problems(nb):
     return problems
 
 
+def last_token(source):
+    """The last Python token of a cell, ignoring comments and IPython magics."""
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!")))
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT}
+    tokens = [token.string for token in tokenize.generate_tokens(io.StringIO(code).readline) if token.type not in skip]
+    return tokens[-1] if tokens else None
+
+
+def source_problems(nb):
+    """Code that runs fine in JupyterLab but not under nbval."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and last_token(cell.source) == ";":
+            problems.append(
+                f"cell {index} hides its result with a trailing ';', which nbval ignores (it runs cells with "
+                "store_history=False, and IPython looks for the ';' in the history): assign it, or end with plt.show()"
+            )
+    return problems
+
+
 def package_names():
     """Names of the functions and classes that the mhattn package defines."""
     modules = [mhattn, mhattn.embedding_shift, mhattn.plots, mhattn.source]
@@ -148,6 +170,12 @@ def test_kernelspec_is_python3_on_both_halves(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_stored_outputs_are_clean(name):
     problems = output_problems(read_ipynb(name))
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_code_runs_the_same_under_nbval(name):
+    problems = source_problems(read_ipynb(name))
     assert not problems, "\n".join(problems)
 
 
@@ -245,6 +273,12 @@ def test_output_check_finds_warnings_addresses_default_figures_and_svg():
         assert any(words in problem for problem in problems), words
 
 
+def test_source_check_finds_a_result_hidden_by_a_semicolon():
+    assert source_problems(tiny_notebook("fig.legend();  # hide the Legend repr")) != []
+    assert source_problems(tiny_notebook("x = [1, 2];\nlen(x)")) == []
+    assert source_problems(tiny_notebook("legend = fig.legend()\n# done;")) == []
+
+
 def test_copy_check_sees_a_pasted_package_function():
     nb = tiny_notebook("%matplotlib inline\nimport mhattn\n\ndef split_heads(x, num_heads):\n    return x")
     defined = {node.name for node in ast.walk(ast.parse(notebook_code(nb))) if isinstance(node, ast.FunctionDef)}
@@ -277,36 +311,33 @@ def tiny_repo(tmp_path):
     return tmp_path
 
 
-def test_refresh_writes_an_executed_ipynb_twin_and_its_figures(tiny_repo):
-    result = run_refresh(tiny_repo)
+def test_refresh_writes_an_executed_twin_repeatably_and_follows_an_edited_py(tiny_repo):
+    notebooks = tiny_repo / "notebooks"
+    result = run_refresh(tiny_repo)  # no arguments: every notebook
     assert result.returncode == 0, result.stderr
     assert "notebooks/01_tiny.py -> notebooks/01_tiny.ipynb" in result.stdout
-    notebooks = tiny_repo / "notebooks"
     assert pair_differences(notebooks, "01_tiny") == []
-    nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
+    first = (notebooks / "01_tiny.ipynb").read_text()
+    nb = nbformat.reads(first, as_version=4)
     assert execution_problems(nb) == [] and output_problems(nb) == []
     assert nb.cells[1].outputs[0].text == "42\n"
+    assert "jupytext" not in nb.metadata, "the .py's format header does not belong in the .ipynb"
     assert (tiny_repo / "figures" / "tiny.txt").read_text() == "ok", "the notebook must run in notebooks/"
 
-
-def test_refresh_is_repeatable_and_follows_an_edited_py(tiny_repo):
-    notebooks = tiny_repo / "notebooks"
-    assert run_refresh(tiny_repo).returncode == 0
-    first = (notebooks / "01_tiny.ipynb").read_text()
-    assert run_refresh(tiny_repo, str(notebooks / "01_tiny.py")).returncode == 0
+    assert run_refresh(tiny_repo, str(notebooks / "01_tiny.py")).returncode == 0  # a path from elsewhere
     assert (notebooks / "01_tiny.ipynb").read_text() == first, "a second refresh must change nothing"
+
     py = notebooks / "01_tiny.py"
     py.write_text(py.read_text().replace("6 * 7", "6 * 8"))
     assert run_refresh(tiny_repo).returncode == 0
     nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
     assert nb.cells[1].outputs[0].text == "48\n"
-    assert nb.cells[1].id == nbformat.reads(first, as_version=4).cells[1].id, "cell ids are kept"
+    assert [cell.id for cell in nb.cells] == [cell.id for cell in nbformat.reads(first, as_version=4).cells]
 
 
 def test_refresh_refuses_to_drop_newer_edits_made_in_the_ipynb(tiny_repo):
     notebooks = tiny_repo / "notebooks"
-    assert run_refresh(tiny_repo).returncode == 0
-    nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
+    nb = jupytext.read(notebooks / "01_tiny.py")
     nb.cells[0].source = "# Edited in JupyterLab"
     nbformat.write(nb, notebooks / "01_tiny.ipynb")
     os.utime(notebooks / "01_tiny.py", (1, 1))  # the .py is older than the edit
