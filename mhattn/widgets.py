@@ -31,6 +31,8 @@ import ipywidgets as widgets
 import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
@@ -48,7 +50,7 @@ MASKS = ("none", "causal", "padding")
 MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
 SHOWN = 1  # the explorer draws sequence 1 of the batch of two (the one padding shortens)
 
-FIGSIZE = (10.0, 4.3)  # inches, the same for every setting
+FIGSIZE = (10.0, 4.25)  # inches, the same for every setting: 960 x 408 pixels at DPI
 DPI = 96
 _HEADS_BOX = (0.045, 0.11, 0.565, 0.82)  # left, bottom, right, top of the heatmap area (figure fraction)
 _PCA_BOX = (0.685, 0.11, 0.985, 0.82)
@@ -126,8 +128,13 @@ class Explorer(widgets.VBox):
         self._build_pca_panel()
         self.head_axes, self.head_images, self._head_count = [], [], 0
         self._background, self._background_layout = None, None
-        self._colorbar_axes = self.figure.add_axes((_HEADS_BOX[2] + 0.015, _HEADS_BOX[1], 0.012,
-                                                    _HEADS_BOX[3] - _HEADS_BOX[1]))
+        # The colour bar has its own mappable: tied to a heatmap, it would keep that panel alive
+        # (and everything it references) after the panels are rebuilt.
+        colorbar_axes = self.figure.add_axes((_HEADS_BOX[2] + 0.015, _HEADS_BOX[1], 0.012,
+                                              _HEADS_BOX[3] - _HEADS_BOX[1]))
+        colorbar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), _CMAP), cax=colorbar_axes)
+        colorbar.set_label("attention weight (same scale in every head)", fontsize=8)
+        colorbar.ax.tick_params(labelsize=7)
         self._title = self.figure.text(0.5 * (_HEADS_BOX[0] + _HEADS_BOX[2]), 0.985, "", ha="center", va="top",
                                        fontsize=10, linespacing=1.3)
 
@@ -266,10 +273,6 @@ class Explorer(widgets.VBox):
                 ax.set_xlabel("key position", fontsize=8, labelpad=1)
             self.head_axes.append(ax)
             self.head_images.append(image)
-        self._colorbar_axes.clear()
-        colorbar = self.figure.colorbar(self.head_images[0], cax=self._colorbar_axes)
-        colorbar.set_label("attention weight (same scale in every head)", fontsize=8)
-        colorbar.ax.tick_params(labelsize=7)
         self._head_count = num_heads
         self._background_layout = None
 

@@ -1,0 +1,282 @@
+"""The explorer, driven without a browser: every control changes what is drawn, correctly.
+
+What is drawn is compared with an independent computation of the documented recipe
+(``MultiHeadAttention`` on ``RandomState(seed).randn(2, 32, d_model)[:, :seq_len]``, masks
+built here with plain NumPy, ``embedding_shift_2d`` of the second sequence), never with
+stored numbers.
+"""
+
+import gc
+import io
+import itertools
+
+import ipywidgets
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
+from traitlets import TraitError
+
+from mhattn import MultiHeadAttention
+from mhattn.embedding_shift import embedding_shift_2d
+from mhattn.widgets import D_MODELS, DPI, FIGSIZE, MAX_HEADS, MAX_SEQ_LEN, MIN_SEQ_LEN, explorer, head_choices
+
+
+def expected_drawing(d_model, num_heads, seq_len, seed, mask):
+    """What the explorer should show, computed from scratch: weights, allowed cells, PCA points."""
+    x = np.random.RandomState(seed).randn(2, MAX_SEQ_LEN, d_model)[:, :seq_len]
+    keys = np.arange(seq_len)
+    if mask == "none":
+        allowed = np.ones((seq_len, seq_len), dtype=bool)
+    elif mask == "causal":
+        allowed = keys[None, :] <= keys[:, None]  # key j visible from query i when j <= i
+    else:  # the second sequence keeps its first ceil(seq_len / 2) tokens
+        real = (seq_len + 1) // 2
+        allowed = np.broadcast_to(keys < real, (seq_len, seq_len))
+    full_mask = None if mask == "none" else np.broadcast_to(allowed, (2, num_heads, seq_len, seq_len)).copy()
+    if mask == "padding":
+        full_mask[0] = True  # the first sequence is not padded
+    output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, full_mask)
+    inputs_2d, outputs_2d, _ = embedding_shift_2d(x[1], output[1])
+    return weights[1], allowed, inputs_2d, outputs_2d
+
+
+def drawn(ex):
+    """The heatmap arrays (masked cells as NaN) and PCA points the explorer's artists hold."""
+    heatmaps = np.stack([image.get_array().filled(np.nan) for image in ex.head_images])
+    return heatmaps, ex.pca_inputs.get_offsets(), ex.pca_outputs.get_offsets()
+
+
+def assert_drawing_matches(ex):
+    settings = dict(d_model=ex.d_model.value, num_heads=ex.num_heads.value, seq_len=ex.seq_len.value,
+                    seed=ex.seed.value, mask=ex.mask.value)
+    weights, allowed, inputs_2d, outputs_2d = expected_drawing(**settings)
+    heatmaps, inputs_drawn, outputs_drawn = drawn(ex)
+    assert heatmaps.shape == weights.shape, settings
+    np.testing.assert_array_equal(np.isnan(heatmaps), np.broadcast_to(~allowed, weights.shape))
+    np.testing.assert_allclose(np.where(allowed, heatmaps, 0.0), weights, atol=1e-12)
+    np.testing.assert_allclose(inputs_drawn, inputs_2d, atol=1e-9)
+    np.testing.assert_allclose(outputs_drawn, outputs_2d, atol=1e-9)
+    assert len(ex.head_axes) == ex.num_heads.value
+    assert [ax.get_title() for ax in ex.head_axes] == [f"head {h}" for h in range(ex.num_heads.value)]
+
+
+def png_pixels(data):
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+
+
+@pytest.fixture
+def ex():
+    return explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none")
+
+
+def test_explorer_is_one_widget_holding_controls_readout_and_picture(ex):
+    assert isinstance(ex, ipywidgets.VBox)
+
+    def descendants(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from descendants(child)
+
+    inside = list(descendants(ex))
+    for part in (ex.seq_len, ex.d_model, ex.num_heads, ex.seed, ex.mask, ex.readout, ex.image):
+        assert any(part is w for w in inside)
+    pixels = png_pixels(ex.image.value)
+    assert pixels.shape == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI), 3)
+
+
+def test_initial_picture_matches_an_independent_computation(ex):
+    assert_drawing_matches(ex)
+
+
+@pytest.mark.parametrize("seq_len", [MIN_SEQ_LEN, 5, 13, MAX_SEQ_LEN])
+def test_seq_len_changes_heatmap_size_and_pca_points(ex, seq_len):
+    ex.seq_len.value = seq_len
+    heatmaps, inputs_drawn, outputs_drawn = drawn(ex)
+    assert heatmaps.shape == (4, seq_len, seq_len)
+    assert inputs_drawn.shape == outputs_drawn.shape == (seq_len, 2)
+    assert_drawing_matches(ex)
+
+
+def test_growing_seq_len_keeps_the_earlier_tokens(ex):
+    """The tokens come from one fixed 32-token batch, so a longer sequence only adds tokens."""
+    short_x = ex.x.copy()
+    ex.seq_len.value = 12
+    np.testing.assert_array_equal(ex.x[:, :8], short_x)
+
+
+def test_causal_rows_of_earlier_queries_do_not_change_when_tokens_are_added(ex):
+    ex.mask.value = "causal"
+    before = drawn(ex)[0]
+    ex.seq_len.value = 11
+    after = drawn(ex)[0]
+    np.testing.assert_allclose(after[:, :8, :8], before, atol=1e-12)  # NaN (masked) cells compare equal
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 8])
+def test_num_heads_changes_the_number_of_panels(ex, num_heads):
+    ex.num_heads.value = num_heads
+    assert len(ex.head_images) == num_heads
+    # heatmaps + the PCA panel + the colour bar, and nothing left over from the old layout
+    assert len(ex.figure.axes) == num_heads + 2
+    assert_drawing_matches(ex)
+
+
+def test_seed_changes_weights_and_pca_points(ex):
+    before = drawn(ex)
+    ex.seed.value = 7
+    after = drawn(ex)
+    for old, new in zip(before, after, strict=True):
+        assert old.shape == new.shape
+        assert not np.allclose(old, new)
+    assert_drawing_matches(ex)
+
+
+def test_causal_mask_greys_out_exactly_the_future_keys(ex):
+    ex.mask.value = "causal"
+    heatmaps = drawn(ex)[0]
+    future = np.triu(np.ones((8, 8), dtype=bool), k=1)
+    np.testing.assert_array_equal(np.isnan(heatmaps), np.broadcast_to(future, heatmaps.shape))
+    np.testing.assert_allclose(heatmaps[:, 0, 0], 1.0)  # query 0 can only see key 0
+    assert_drawing_matches(ex)
+
+
+@pytest.mark.parametrize("seq_len", [2, 7, 8])
+def test_padding_mask_greys_out_the_padding_keys_of_the_shorter_sequence(ex, seq_len):
+    ex.seq_len.value = seq_len
+    ex.mask.value = "padding"
+    heatmaps = drawn(ex)[0]
+    real = -(-seq_len // 2)
+    assert np.isnan(heatmaps[..., real:]).all() and not np.isnan(heatmaps[..., :real]).any()
+    np.testing.assert_allclose(np.nansum(heatmaps, axis=-1), 1.0, atol=1e-12)
+    assert f"padding rows: {seq_len - real}" in ex.readout.value
+    assert_drawing_matches(ex)
+
+
+def test_d_model_offers_only_head_counts_that_divide_it(ex):
+    for d_model in D_MODELS:
+        ex.d_model.value = d_model
+        assert tuple(ex.num_heads.options) == head_choices(d_model)
+        assert all(d_model % h == 0 and h <= MAX_HEADS for h in ex.num_heads.options)
+        assert ex.num_heads.value in ex.num_heads.options
+        assert_drawing_matches(ex)
+    assert set(head_choices(12)) == {1, 2, 3, 4, 6} and set(head_choices(16)) == {1, 2, 4, 8}
+
+
+def test_changing_d_model_keeps_num_heads_when_it_still_divides(ex):
+    ex.num_heads.value = 4
+    ex.d_model.value = 12
+    assert ex.num_heads.value == 4
+    ex.num_heads.value = 6
+    ex.d_model.value = 16  # 6 does not divide 16: the nearest smaller choice
+    assert ex.num_heads.value == 4
+    assert_drawing_matches(ex)
+
+
+def test_changing_d_model_redraws_once(ex):
+    renders = ex.renders
+    ex.num_heads.value = 8
+    ex.d_model.value = 12  # changes num_heads' options and value too
+    assert ex.renders == renders + 2
+
+
+def test_an_impossible_head_count_cannot_be_chosen(ex):
+    ex.d_model.value = 12
+    picture = ex.image.value
+    with pytest.raises(TraitError):
+        ex.num_heads.value = 8  # 8 does not divide 12
+    with pytest.raises(TraitError):
+        ex.d_model.value = 100  # not offered
+    assert ex.image.value == picture
+    assert_drawing_matches(ex)
+
+
+def test_controls_are_bounded(ex):
+    ex.seq_len.value = 10**6
+    assert ex.seq_len.value == MAX_SEQ_LEN
+    ex.seq_len.value = -5
+    assert ex.seq_len.value == MIN_SEQ_LEN
+    ex.seed.value = 10**30
+    assert ex.seed.value == 2**32 - 1
+    assert max(D_MODELS) <= 64 and MAX_HEADS <= 8
+    assert_drawing_matches(ex)
+
+
+def test_readout_shows_the_settings_and_one_row_sum_per_query(ex):
+    ex.seq_len.value = 9
+    ex.num_heads.value = 2
+    text = ex.readout.value
+    assert "seq_len=9" in text and "num_heads=2" in text and "d_k=32" in text
+    sums = text.split("):")[-1].split("(")[0].split()
+    assert len(sums) == 9
+    np.testing.assert_allclose([float(s) for s in sums], drawn(ex)[0][0].sum(axis=-1), atol=5e-4)
+
+
+def test_picture_after_many_changes_equals_a_fresh_explorer(ex):
+    """Reused artists and the cached background leave nothing stale behind."""
+    ex.num_heads.value = 8
+    ex.seq_len.value = 20
+    ex.mask.value = "causal"
+    ex.seed.value = 5
+    ex.mask.value = "padding"
+    ex.seq_len.value = 11
+    ex.num_heads.value = 2
+    ex.seed.value = 6
+    fresh = explorer(d_model=64, num_heads=2, seq_len=11, seed=6, mask="padding")
+    np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
+    assert ex.readout.value == fresh.readout.value
+
+
+def test_every_change_renders_a_new_picture(ex):
+    pictures = {ex.image.value}
+    for control, value in [(ex.seq_len, 9), (ex.num_heads, 2), (ex.d_model, 48), (ex.seed, 1), (ex.mask, "causal")]:
+        control.value = value
+        assert ex.image.value not in pictures, control.description
+        pictures.add(ex.image.value)
+
+
+def live_objects():
+    gc.collect()
+    return len(gc.get_objects())
+
+
+def test_a_hundred_updates_do_not_grow_figures_or_objects(ex):
+    """Panels are rebuilt on every num_heads change here, the worst case for leftovers."""
+    changes = itertools.cycle([(ex.num_heads, 8), (ex.seq_len, 31), (ex.mask, "padding"), (ex.seed, 1),
+                               (ex.num_heads, 1), (ex.seq_len, 4), (ex.mask, "causal"), (ex.seed, 2)])
+
+    def update(times):
+        for _ in range(times):
+            control, value = next(changes)
+            control.value = value
+
+    open_figures = plt.get_fignums()
+    update(24)  # warm up matplotlib's caches (fonts, text layout)
+    objects, renders = live_objects(), ex.renders
+    artists = [len(ax.get_children()) for ax in ex.figure.axes]
+    update(104)
+    assert ex.renders == renders + 104
+    assert plt.get_fignums() == open_figures  # the explorer never registers figures with pyplot
+    assert [len(ax.get_children()) for ax in ex.figure.axes] == artists
+    grown = live_objects() - objects
+    # A leaked set of heatmap panels is thousands of objects; caches may add a few dozen.
+    assert grown < 300, f"{grown} more live Python objects after 104 updates"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        (dict(d_model=100), ValueError, "d_model must be one of"),
+        (dict(d_model=12, num_heads=8), ValueError, "num_heads must divide d_model = 12"),
+        (dict(num_heads=2.0), TypeError, "num_heads must be a positive int"),
+        (dict(seq_len=1), ValueError, "seq_len must be in [2, 32]; got 1"),
+        (dict(seq_len=33), ValueError, "seq_len must be in [2, 32]; got 33"),
+        (dict(seed=-1), ValueError, "seed must be in"),
+        (dict(seed="1"), TypeError, "seed must be an int"),
+        (dict(mask="future"), ValueError, "mask must be one of ('none', 'causal', 'padding'); got 'future'"),
+    ],
+)
+def test_explorer_rejects_settings_its_controls_could_not_show(kwargs, error, words):
+    with pytest.raises(error) as info:
+        explorer(**kwargs)
+    assert words in str(info.value)
