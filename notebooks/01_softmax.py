@@ -241,8 +241,7 @@ plt.show()
 # panel, where the weights are decisive but still respond to every score. Notebook 2 shows
 # that dot products of wide vectors push the scores far to the right unless we divide them
 # by $\sqrt{d_k}$.
-
-# %% [markdown]
+#
 # ## Summary
 #
 # - Attention needs weights that are positive, sum to one, keep the scores' order and vary

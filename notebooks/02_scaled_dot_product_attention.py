@@ -272,6 +272,17 @@ print("package, float32 in ->", out32.dtype, "output and", w32.dtype, "weights")
 # > `(seq_q, seq_k)` or `(batch * num_heads, seq_q, seq_k)`, and `key_padding_mask` as
 # > `(batch, seq_k)`. Forgetting the `~` lets every query see exactly the keys it should
 # > not.
+#
+# Both masks are a single comparison of positions, broadcast into a grid. The causal one:
+
+# %%
+show_source(causal_mask)
+
+# %% [markdown]
+# `padding_mask` compares the key positions with each sequence's length in the same way,
+# `keys < lengths[:, None]`, and adds two axes of length one so that the mask broadcasts
+# over heads and queries. Combined with `&`, the two give the mask of a padded batch for a
+# language model:
 
 # %%
 seq_len, lengths = 5, np.array([5, 3])  # a batch of two sequences, the second padded with 2 fillers
@@ -377,8 +388,7 @@ plt.show()
 # row renormalises over what is left. The padding removes two columns; the two padding
 # queries (rows 4 and 5) still attend, to real tokens only, and their outputs are ignored
 # downstream.
-
-# %% [markdown]
+#
 # ## Summary
 #
 # - Attention scores every key against every query with a dot product, turns each row of

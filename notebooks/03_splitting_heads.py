@@ -269,8 +269,7 @@ for name, split, combine in [("correct split and combine", split_heads, combine_
 # The transpose matters in `combine_heads` too: reshaping `(batch, num_heads, seq_len,
 # d_k)` straight to `(batch, seq_len, d_model)` glues together rows of *different tokens*
 # of the same head. Exercise 1 checks both directions.
-
-# %% [markdown]
+#
 # ## Summary
 #
 # - Splitting into heads is `reshape(batch, seq_len, num_heads, d_k)` followed by
