@@ -10,8 +10,10 @@ accept a right answer and reject a wrong one, and that notebooks/refresh.sh does
 import ast
 import builtins
 import contextlib
+import importlib
 import io
 import os
+import pkgutil
 import subprocess
 import sys
 import tokenize
@@ -24,9 +26,6 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 import mhattn
-import mhattn.embedding_shift
-import mhattn.plots
-import mhattn.source
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -118,15 +117,18 @@ def source_problems(nb):
 
 
 def package_names():
-    """Names of the functions and classes that the mhattn package defines."""
-    modules = [mhattn, mhattn.embedding_shift, mhattn.plots, mhattn.source]
-    modules += [sys.modules[name] for name in list(sys.modules) if name.startswith("mhattn.")]
-    return {
-        name
-        for module in modules
-        for name, obj in vars(module).items()
-        if callable(obj) and getattr(obj, "__module__", "").startswith("mhattn")
-    }
+    """Public functions and classes of mhattn's public modules (every module imported, so the set is fixed)."""
+    names = set()
+    for info in pkgutil.iter_modules(mhattn.__path__, "mhattn."):
+        if info.name.rpartition(".")[2].startswith("_"):
+            continue
+        module = importlib.import_module(info.name)
+        names |= {
+            name
+            for name, obj in vars(module).items()
+            if callable(obj) and getattr(obj, "__module__", "") == module.__name__ and not name.startswith("_")
+        }
+    return names
 
 
 def notebook_code(nb):
