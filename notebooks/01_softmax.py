@@ -334,3 +334,9 @@ def check_exercise_2(function):
 
 
 print(check_exercise_2(my_logsumexp))
+
+# %% [markdown]
+# ---
+# Next: [02_scaled_dot_product_attention.ipynb](02_scaled_dot_product_attention.ipynb) puts
+# the softmax to work, turning the dot products of queries and keys into attention
+# weights, and measures why those dot products must be divided by $\sqrt{d_k}$ first.

@@ -495,3 +495,8 @@ def check_exercise_2(function):
 
 
 print(check_exercise_2(left_padding_mask))
+
+# %% [markdown]
+# ---
+# Next: [03_splitting_heads.ipynb](03_splitting_heads.ipynb) cuts the model width into
+# several narrow heads that attend side by side, all with the function of this notebook.

@@ -378,3 +378,8 @@ def check_exercise_2(function):
 
 
 print(check_exercise_2(split_qkv))
+
+# %% [markdown]
+# ---
+# Next: [04_multi_head_attention.ipynb](04_multi_head_attention.ipynb) puts the pieces
+# together: projections, heads, attention and the output matrix, in one module.
