@@ -189,8 +189,8 @@ for name, vectors in [
 
 # %% [markdown]
 # The linear map alone doubles the spread of the inputs (its random weights have a gain of
-# about 2). Attention then pulls the tokens' projections halfway back toward their common
-# centre. That pull is the part of the picture that is attention.
+# about 2). Attention then pulls the tokens' projections together again and halves the
+# spread. That pull is the part of the picture that is attention.
 #
 # The two panels below draw each step in its own shared PCA plane. Left: input to
 # projection only, the linear map with no attention. Right: projection only to the real
@@ -220,8 +220,8 @@ ax_mix.legend(handles=ax_mix.get_legend().legend_handles + [ax_mix.collections[-
 plt.show()
 
 # %% [markdown]
-# (The star sits at the mean of the hollow circles: PCA is a shift and a rotation, so the
-# projection of a mean is the mean of the projections.)
+# (The star sits at the mean of the hollow circles: a PCA projection is a shift followed by
+# a linear map, so the projection of a mean is the mean of the projections.)
 #
 # **An honest reading of these pictures.**
 #
