@@ -50,10 +50,10 @@ MASKS = ("none", "causal", "padding")
 MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
 SHOWN = 1  # the explorer draws sequence 1 of the batch of two (the one padding shortens)
 
-FIGSIZE = (10.0, 4.25)  # inches, the same for every setting: 960 x 408 pixels at DPI
+FIGSIZE = (10.0, 4.75)  # inches, the same for every setting: 960 x 456 pixels at DPI
 DPI = 96
-_HEADS_BOX = (0.045, 0.11, 0.565, 0.82)  # left, bottom, right, top of the heatmap area (figure fraction)
-_PCA_BOX = (0.685, 0.11, 0.985, 0.82)
+_HEADS_BOX = (0.045, 0.09, 0.565, 0.86)  # left, bottom, right, top of the heatmap area (figure fraction)
+_PCA_BOX = (0.685, 0.1, 0.985, 0.84)
 _CMAP = matplotlib.colormaps["Blues"].with_extremes(bad="#c8c8c8")  # masked cells (weight exactly 0) are grey
 _INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
 
@@ -72,6 +72,34 @@ def _grid(num_heads):
     """(rows, columns) of heatmap panels: one row up to three heads, two rows after that."""
     rows = 1 if num_heads <= 3 else 2
     return rows, math.ceil(num_heads / rows)
+
+
+def _panel_layout(num_heads):
+    """Where the heatmaps and the colour bar go: equal squares packed in a grid, in figure fractions.
+
+    Returns ``(panels, colorbar)``: one ``(left, bottom, width, height)`` per head, then the
+    colour bar's, as tall as the grid and just right of it.
+    """
+    rows, cols = _grid(num_heads)
+    fig_w, fig_h = FIGSIZE
+    left, bottom, right, top = (_HEADS_BOX[0] * fig_w, _HEADS_BOX[1] * fig_h,  # inches from here on
+                                _HEADS_BOX[2] * fig_w, _HEADS_BOX[3] * fig_h)
+    label_x, label_y, title, gap = 0.45, 0.4, 0.25, 0.15  # room for tick labels, axis labels, "head h"
+    side = min((right - left - label_x - (cols - 1) * gap) / cols,
+               (top - bottom - label_y - rows * title - (rows - 1) * gap) / rows, 2.6)
+    grid_w = cols * side + (cols - 1) * gap
+    grid_h = rows * (side + title) + (rows - 1) * gap
+    x0 = left + label_x + 0.5 * (right - left - label_x - grid_w)  # centred in the heatmap area
+    y_top = top - 0.5 * (top - bottom - label_y - grid_h)
+    panels = []
+    for h in range(num_heads):
+        row, col = divmod(h, cols)
+        x = x0 + col * (side + gap)
+        y = y_top - title - row * (side + title + gap) - side
+        panels.append((x / fig_w, y / fig_h, side / fig_w, side / fig_h))
+    grid_bottom = y_top - grid_h
+    colorbar = ((x0 + grid_w + 0.2) / fig_w, grid_bottom / fig_h, 0.12 / fig_w, (grid_h - title) / fig_h)
+    return panels, colorbar
 
 
 class Explorer(widgets.VBox):
@@ -130,12 +158,11 @@ class Explorer(widgets.VBox):
         self._background, self._background_layout = None, None
         # The colour bar has its own mappable: tied to a heatmap, it would keep that panel alive
         # (and everything it references) after the panels are rebuilt.
-        colorbar_axes = self.figure.add_axes((_HEADS_BOX[2] + 0.015, _HEADS_BOX[1], 0.012,
-                                              _HEADS_BOX[3] - _HEADS_BOX[1]))
-        colorbar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), _CMAP), cax=colorbar_axes)
-        colorbar.set_label("attention weight (same scale in every head)", fontsize=8)
+        self._colorbar_axes = self.figure.add_axes(_panel_layout(num_heads)[1])
+        colorbar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), _CMAP), cax=self._colorbar_axes)
+        colorbar.set_label("attention weight", fontsize=8)
         colorbar.ax.tick_params(labelsize=7)
-        self._title = self.figure.text(0.5 * (_HEADS_BOX[0] + _HEADS_BOX[2]), 0.985, "", ha="center", va="top",
+        self._title = self.figure.text(0.5 * (_HEADS_BOX[0] + _HEADS_BOX[2]), 0.985, "", ha="center", va="bottom",
                                        fontsize=10, linespacing=1.3)
 
         self._busy = False
@@ -256,13 +283,11 @@ class Explorer(widgets.VBox):
         for ax in self.head_axes:
             ax.remove()
         rows, cols = _grid(num_heads)
-        left, bottom, right, top = _HEADS_BOX
-        width, height = (right - left) / cols, (top - bottom) / rows
+        panels, colorbar = _panel_layout(num_heads)
         self.head_axes, self.head_images = [], []
-        for h in range(num_heads):
+        for h, rect in enumerate(panels):
             row, col = divmod(h, cols)
-            ax = self.figure.add_axes((left + col * width + 0.012, top - (row + 1) * height + 0.045,
-                                       width - 0.02, height - 0.075))
+            ax = self.figure.add_axes(rect)
             image = ax.imshow(np.zeros((2, 2)), cmap=_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest",
                               animated=True)
             ax.set_title(f"head {h}", fontsize=9, pad=3)
@@ -273,6 +298,9 @@ class Explorer(widgets.VBox):
                 ax.set_xlabel("key position", fontsize=8, labelpad=1)
             self.head_axes.append(ax)
             self.head_images.append(image)
+        self._colorbar_axes.set_position(colorbar)
+        grid_top = panels[0][1] + panels[0][3]
+        self._title.set_position((self._title.get_position()[0], grid_top + 0.3 / FIGSIZE[1]))  # above "head 0"
         self._head_count = num_heads
         self._background_layout = None
 
