@@ -6,8 +6,8 @@ heatmap of attention weights per head next to a 2-D view of how attention moved 
 
 The picture is a single matplotlib :class:`~matplotlib.figure.Figure` kept for the widget's
 whole life (never registered with pyplot, so nothing accumulates in ``plt``). A change of
-setting updates its artists in place -- new image data, new point offsets -- and the heatmap
-panels are rebuilt only when ``num_heads`` changes. The figure is rendered to PNG bytes and
+setting updates its artists in place -- new image data, new point offsets; a new ``num_heads``
+shows, hides and moves heatmap panels made once (``MAX_HEADS`` of them). The figure is rendered to PNG bytes and
 shown in an :class:`ipywidgets.Image`, which works the same in JupyterLab, Voila and a test
 without any frontend.
 
@@ -155,6 +155,7 @@ class Explorer(widgets.VBox):
         self._canvas = FigureCanvasAgg(self.figure)
         self._build_pca_panel()
         self.head_axes, self.head_images, self._head_count = [], [], 0
+        self._build_head_panels()
         self._background, self._background_layout = None, None
         # The colour bar has its own mappable: tied to a heatmap, it would keep that panel alive
         # (and everything it references) after the panels are rebuilt.
@@ -224,7 +225,7 @@ class Explorer(widgets.VBox):
             weights, allowed = self.compute()  # (num_heads, seq_len, seq_len) each
         num_heads, seq_len = weights.shape[:2]
         if num_heads != self._head_count:
-            self._build_head_panels(num_heads)
+            self._layout_head_panels(num_heads)
         layout = (num_heads, seq_len, self.mask.value)  # what the static background shows
         if layout != self._background_layout:
             self._update_background(seq_len)
@@ -278,26 +279,33 @@ class Explorer(widgets.VBox):
         return [*self.head_images, self.pca_arrows, self.pca_inputs, self.pca_outputs, self._pca_title,
                 *(label for label in self._pca_labels if label.get_visible())]
 
-    def _build_head_panels(self, num_heads):
-        """Throw away the old heatmap axes and lay out ``num_heads`` new ones (same figure)."""
-        for ax in self.head_axes:
-            ax.remove()
-        rows, cols = _grid(num_heads)
-        panels, colorbar = _panel_layout(num_heads)
-        self.head_axes, self.head_images = [], []
-        for h, rect in enumerate(panels):
-            row, col = divmod(h, cols)
-            ax = self.figure.add_axes(rect)
+    def _build_head_panels(self):
+        """Make ``MAX_HEADS`` heatmap panels once, hidden; :meth:`_layout_head_panels` shows some."""
+        self._panel_pool = []
+        for h in range(MAX_HEADS):
+            ax = self.figure.add_axes((0, 0, 0.1, 0.1), visible=False)
             image = ax.imshow(np.zeros((2, 2)), cmap=_CMAP, vmin=0.0, vmax=1.0, interpolation="nearest",
                               animated=True)
             ax.set_title(f"head {h}", fontsize=9, pad=3)
             ax.tick_params(labelsize=7, length=2, pad=1.5)
-            if col == 0:
-                ax.set_ylabel("query position", fontsize=8, labelpad=2)
-            if h + cols >= num_heads:  # nothing below this panel
-                ax.set_xlabel("key position", fontsize=8, labelpad=1)
-            self.head_axes.append(ax)
-            self.head_images.append(image)
+            self._panel_pool.append((ax, image))
+
+    def _layout_head_panels(self, num_heads):
+        """Show the first ``num_heads`` panels, packed in a grid; hide the rest.
+
+        Moving existing axes costs far less than creating new ones (and leaves nothing behind).
+        """
+        rows, cols = _grid(num_heads)
+        panels, colorbar = _panel_layout(num_heads)
+        for h, (ax, _) in enumerate(self._panel_pool):
+            ax.set_visible(h < num_heads)
+            if h < num_heads:
+                ax.set_position(panels[h])
+                col = h % cols
+                ax.set_ylabel("query position" if col == 0 else "", fontsize=8, labelpad=2)
+                ax.set_xlabel("key position" if h + cols >= num_heads else "", fontsize=8, labelpad=1)  # bottom
+        self.head_axes = [ax for ax, _ in self._panel_pool[:num_heads]]
+        self.head_images = [image for _, image in self._panel_pool[:num_heads]]
         self._colorbar_axes.set_position(colorbar)
         grid_top = panels[0][1] + panels[0][3]
         self._title.set_position((self._title.get_position()[0], grid_top + 0.3 / FIGSIZE[1]))  # above "head 0"

@@ -118,7 +118,8 @@ def test_num_heads_changes_the_number_of_panels(ex, num_heads):
     ex.num_heads.value = num_heads
     assert len(ex.head_images) == num_heads
     # heatmaps + the PCA panel + the colour bar, and nothing left over from the old layout
-    assert len(ex.figure.axes) == num_heads + 2
+    assert sum(ax.get_visible() for ax in ex.figure.axes) == num_heads + 2
+    assert all(ax.get_visible() for ax in ex.head_axes)
     assert_drawing_matches(ex)
 
 
