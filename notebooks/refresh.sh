@@ -9,7 +9,8 @@
 #   1. reads the cells from the .py (the reviewable source, percent format),
 #   2. executes them top to bottom, which also rewrites the figures/ they save,
 #   3. writes NN_name.ipynb: the .py's cells with the new outputs, keeping the cell ids of
-#      the old .ipynb so that `git diff` shows only what really changed,
+#      the old .ipynb and naming widget models in the order they were made, so that
+#      `git diff` shows only what really changed,
 # and prints how many seconds each notebook took.
 #
 # It refuses to overwrite an .ipynb whose cells differ from its .py and that is newer than
@@ -27,6 +28,7 @@ done
 cd "$(dirname "$0")/.."
 
 exec "${PYTHON:-python}" - "${args[@]}" <<'PY'
+import hashlib
 import os
 import sys
 import time
@@ -47,6 +49,20 @@ def cells(nb):
     return [(cell.cell_type, cell.source) for cell in nb.cells]
 
 
+def with_stable_widget_ids(nb, name):
+    """Rename the widget models in the order the kernel made them (ipywidgets picks random ids).
+
+    Then refreshing an unchanged notebook that shows widgets changes nothing either.
+    """
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    if not state:
+        return nb
+    text = nbformat.writes(nb)
+    for index, old in enumerate(list(state)):  # creation order
+        text = text.replace(old, hashlib.sha256(f"{name}:{index}".encode()).hexdigest()[:32])
+    return nbformat.reads(text, as_version=4)
+
+
 def refresh(source, force):
     target = source.with_suffix(".ipynb")
     nb = jupytext.read(source)
@@ -58,6 +74,7 @@ def refresh(source, force):
                 "to carry them into the .py, or pass --force to drop them"
             )
         nb = combine_inputs_with_outputs(nb, old)  # the .py's cells, the old ids
+    nb.metadata.pop("widgets", None)  # the run below saves the state of the widgets it makes
     client = NotebookClient(
         nb,
         timeout=120,
@@ -68,6 +85,7 @@ def refresh(source, force):
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
+    nb = with_stable_widget_ids(nb, source.stem)
     jupytext_metadata = nb.metadata.get("jupytext", {})
     jupytext_metadata.pop("text_representation", None)  # describes the .py, as jupytext itself does
     if not jupytext_metadata:

@@ -309,7 +309,8 @@ def tiny_repo(tmp_path):
             "",
         ]
     )
-    jupytext.write(tiny_notebook(code + "print(6 * 7)"), notebooks / "01_tiny.py", fmt="py:percent")
+    code += "import ipywidgets\nprint(6 * 7)\nipywidgets.IntSlider(value=3)"  # a widget: its model ids are random
+    jupytext.write(tiny_notebook(code), notebooks / "01_tiny.py", fmt="py:percent")
     return tmp_path
 
 
@@ -324,16 +325,20 @@ def test_refresh_writes_an_executed_twin_repeatably_and_follows_an_edited_py(tin
     assert execution_problems(nb) == [] and output_problems(nb) == []
     assert nb.cells[1].outputs[0].text == "42\n"
     assert "jupytext" not in nb.metadata, "the .py's format header does not belong in the .ipynb"
+    state = nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]
+    view = nb.cells[1].outputs[1].data["application/vnd.jupyter.widget-view+json"]
+    assert view["model_id"] in state and state[view["model_id"]]["state"]["value"] == 3
     assert (tiny_repo / "figures" / "tiny.txt").read_text() == "ok", "the notebook must run in notebooks/"
 
     assert run_refresh(tiny_repo, str(notebooks / "01_tiny.py")).returncode == 0  # a path from elsewhere
-    assert (notebooks / "01_tiny.ipynb").read_text() == first, "a second refresh must change nothing"
+    assert (notebooks / "01_tiny.ipynb").read_text() == first, "a second refresh must change nothing (widget ids too)"
 
     py = notebooks / "01_tiny.py"
     py.write_text(py.read_text().replace("6 * 7", "6 * 8"))
     assert run_refresh(tiny_repo).returncode == 0
     nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
     assert nb.cells[1].outputs[0].text == "48\n"
+    assert len(nb.metadata.widgets["application/vnd.jupyter.widget-state+json"]["state"]) == len(state)
     assert [cell.id for cell in nb.cells] == [cell.id for cell in nbformat.reads(first, as_version=4).cells]
 
 
