@@ -178,6 +178,10 @@ class Explorer(widgets.VBox):
         super().__init__([controls, self.readout, self.image, self.explanation])
         self.update()
 
+    def __repr__(self):  # the text a notebook shows where widgets cannot render (GitHub, nbconvert)
+        return (f"Explorer(d_model={self.d_model.value}, num_heads={self.num_heads.value}, "
+                f"seq_len={self.seq_len.value}, seed={self.seed.value}, mask={self.mask.value!r})")
+
     # -- reacting to the controls -------------------------------------------------------
 
     def _on_d_model(self, change):

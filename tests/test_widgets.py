@@ -85,6 +85,12 @@ def test_explorer_is_one_widget_holding_controls_readout_and_picture(ex):
     assert pixels.shape == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI), 3)
 
 
+def test_text_form_names_the_current_settings(ex):
+    ex.num_heads.value, ex.mask.value = 2, "causal"
+    assert repr(ex) == "Explorer(d_model=64, num_heads=2, seq_len=8, seed=123, mask='causal')"
+    assert ex._repr_mimebundle_()["text/plain"] == repr(ex)  # what GitHub shows instead of the widget
+
+
 def test_initial_picture_matches_an_independent_computation(ex):
     assert_drawing_matches(ex)
 
