@@ -53,7 +53,7 @@ FIGURES.mkdir(exist_ok=True)
 # also the words next to it. A single head has one row of weights per query: to gather
 # both it must split its weight between them, and its output becomes a blur of the two.
 #
-# Multi-head attention runs `num_heads` attentions in parallel. Each head `h` has its
+# Multi-head attention runs $H$ = `num_heads` attentions in parallel. Each head `h` has its
 # own projections into a smaller space of width `d_k = d_model // num_heads`, so each can
 # put its weight somewhere else; the heads' outputs are laid side by side and mixed by
 # one more matrix, $W_o$:
@@ -64,8 +64,8 @@ FIGURES.mkdir(exist_ok=True)
 # $$
 #
 # $$
-# \operatorname{MultiHead}(X) = \left[\text{head}_0 \,\middle|\, \text{head}_1 \,\middle|\,
-# \cdots \,\middle|\, \text{head}_{H-1}\right] W_o,
+# \operatorname{MultiHead}(X) = \left[\,\text{head}_0 \mid \text{head}_1 \mid
+# \cdots \mid \text{head}_{H-1}\,\right] W_o,
 # \qquad W_o \in \mathbb{R}^{d_\text{model} \times d_\text{model}}
 # $$
 #
