@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from . import _checks
+from . import _checks, blockwise
 from .softmax import softmax_
 
 
@@ -74,6 +74,10 @@ def attend(Q, K, V, mask=None):
     already validated their arrays (:class:`mhattn.MultiHeadAttention`).
     Returns ``(output, weights)``.
     """
+    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    if math.prod(leading) * Q.shape[-2] * K.shape[-2] >= blockwise.PARALLEL_MIN_SCORES:
+        # Many scores: the same computation, a cache-sized block of queries at a time on every core.
+        return blockwise.attention_in_blocks(Q, K, V, mask)
     scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32
     scores = (Q * scale) @ np.swapaxes(K, -1, -2)  # (..., seq_q, seq_k); scaling Q is cheaper than scaling scores
     if mask is not None:

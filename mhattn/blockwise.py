@@ -1,22 +1,49 @@
-"""Attention in blocks of queries: the same output without the full weight matrix.
+"""Attention in blocks of queries: the same numbers, a few rows of scores at a time.
 
 The weights of all heads at once take ``batch * num_heads * seq_q * seq_k`` numbers: at
-``seq_len = 4096`` with 4 heads that is 256 MiB in float32. Each query's output depends on
-its own row of weights only, so we can process a block of queries at a time and keep only
-that block's rows in memory.
+``seq_len = 4096`` with 4 heads that is 256 MiB in float32. Yet each query's output depends
+only on its own row of weights. So we cut the queries into blocks and, for one
+``(batch, head)`` pair and one block at a time, compute
+
+1. the block's scores ``q @ k.T``, shape ``(rows, seq_k)``;
+2. their softmax, in place;
+3. the block's output ``weights @ v``, shape ``(rows, d_v)``.
+
+Two things follow.
+
+* **Memory.** Without weights to return, only the current block's scores exist: a few MiB
+  whatever ``seq_len`` is (:func:`blockwise_attention`).
+* **Speed.** A block of about ``2**18`` scores (1 MiB in float32) stays in a core's L2 cache
+  through all the passes the softmax makes (max, subtract, exp, sum, divide); a full score
+  matrix goes out to main memory and back for each of them. And blocks are independent, so
+  several threads can work on different blocks at once. NumPy releases the GIL inside
+  ``matmul`` and ``exp``, which matters: ``exp`` and the other elementwise passes run on a
+  single core in NumPy, only the matrix products are multi-threaded (by BLAS). We give
+  each thread whole blocks and ask BLAS for one thread per call, so every core does
+  everything: matrix products *and* exponentials.
+
+:func:`attention_in_blocks` is the same loop when the weights are wanted: each block's
+weights go straight into their rows of the full weight matrix. :func:`mhattn.attention.attend`
+hands large inputs to it.
 """
+
+import contextlib
+import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .attention import attend
+from .softmax import softmax_
 
-DEFAULT_BLOCK_SIZE = 128
+BLOCK_SCORES = 2**20  # scores per block by default: 4 MiB of float32, about a core's L2 cache
 
 
-def blockwise_attention(Q, K, V, mask=None, block_size=DEFAULT_BLOCK_SIZE):
+def blockwise_attention(Q, K, V, mask=None, block_size=None, *, num_threads=None):
     """Scaled dot-product attention output, computed ``block_size`` queries at a time.
 
-    Takes already validated arrays, like :func:`mhattn.attention.attend`.
+    Takes already validated arrays, like :func:`mhattn.attention.attend`, and never holds
+    more than one block of scores per thread.
 
     Parameters
     ----------
@@ -24,30 +51,198 @@ def blockwise_attention(Q, K, V, mask=None, block_size=DEFAULT_BLOCK_SIZE):
     K : ndarray of shape ``(..., seq_k, d_k)``
     V : ndarray of shape ``(..., seq_k, d_v)``
     mask : ndarray of bool, broadcastable to ``(..., seq_q, seq_k)``, optional
-        True = may attend.
-    block_size : int
-        Queries per block. The largest temporary array holds
-        ``prod(...) * block_size * seq_k`` scores.
+        True = may attend. A query with no allowed key gets an output of zeros.
+    block_size : int, optional
+        Queries per block. The default keeps a block at about ``BLOCK_SCORES`` scores
+        (so that it stays in cache): ``BLOCK_SCORES // seq_k`` rows, at least 16.
+    num_threads : int, optional
+        Threads working on blocks at once. The default is the number of threads NumPy's
+        BLAS is set to use (``OPENBLAS_NUM_THREADS``, ``threadpoolctl``), or 1 when the
+        problem is too small to repay starting them.
 
     Returns
     -------
     ndarray of shape ``(..., seq_q, d_v)``
         Equal to ``attend(Q, K, V, mask)[0]`` up to rounding.
+
+    Notes
+    -----
+    Peak extra memory: the output plus, per thread, one block of scores
+    (``block_size * seq_k`` numbers) and one block of mask.
     """
-    seq_q = Q.shape[-2]
-    if mask is not None and mask.ndim < 2:
-        mask = mask.reshape((1,) * (2 - mask.ndim) + mask.shape)  # (..., 1 or seq_q, seq_k)
+    return _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights=False)[0]
+
+
+def attention_in_blocks(Q, K, V, mask=None, block_size=None, *, num_threads=None):
+    """Like :func:`blockwise_attention`, and also return the full weights.
+
+    The weight matrix is allocated once; each block's scores are computed inside their own
+    rows of it and turned into weights there, while they are still in cache.
+
+    Returns
+    -------
+    output : ndarray of shape ``(..., seq_q, d_v)``
+    weights : ndarray of shape ``(..., seq_q, seq_k)``
+        Equal to ``attend(Q, K, V, mask)`` up to rounding.
+    """
+    return _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights=True)
+
+
+def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
     leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
     dtype = np.result_type(Q, K, V)
-    output = np.empty(leading + (seq_q, V.shape[-1]), dtype=dtype)  # (..., seq_q, d_v)
-    for start in range(0, seq_q, block_size):
-        stop = start + block_size
-        output[..., start:stop, :], _ = attend(Q[..., start:stop, :], K, V, _rows(mask, start, stop))
-    return output
+    # Views that broadcast every array to the same leading axes (no copies).
+    Q = np.broadcast_to(Q, leading + (seq_q, d_k))
+    K = np.broadcast_to(K.astype(dtype, copy=False), leading + (seq_k, d_k))
+    V = np.broadcast_to(V.astype(dtype, copy=False), leading + (seq_k, d_v))
+    if mask is not None:
+        mask = np.broadcast_to(mask, leading + (seq_q, seq_k))
+    if block_size is None:
+        block_size = max(16, BLOCK_SCORES // max(seq_k, 1))
+    block_size = min(block_size, max(seq_q, 1))
+    output = np.empty(leading + (seq_q, d_v), dtype=dtype)  # (..., seq_q, d_v)
+    weights = np.empty(leading + (seq_q, seq_k), dtype=dtype) if need_weights else None
+    scale = 1.0 / math.sqrt(d_k)  # a Python float: float32 stays float32
+
+    if not need_weights:
+        # Per (batch, head): the longest key and the largest |value|. With the longest query of a
+        # block they bound every score of the block, which can save two passes over it (see below).
+        key_norm = np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0.0))  # (...)
+        value_max = np.maximum(V.max(axis=(-2, -1), initial=0.0), -V.min(axis=(-2, -1), initial=0.0))  # (...)
+        exponent_limit = _safe_exponent(dtype, seq_k, value_max)  # (...)
+
+    # One task per (leading index, block of queries).
+    tasks = [(index, start) for index in np.ndindex(leading) for start in range(0, seq_q, block_size)]
+
+    def worker(task_iterator):
+        """Work through tasks until none are left; every buffer here belongs to this thread."""
+        q = np.empty((block_size, d_k), dtype=dtype)  # the block's queries, scaled
+        scores = None if need_weights else np.empty((block_size, seq_k), dtype=dtype)
+        blocked = np.empty((block_size, seq_k), dtype=bool) if mask is not None else None
+        for index, start in task_iterator:
+            stop = min(start + block_size, seq_q)
+            rows = stop - start
+            np.multiply(Q[index][start:stop], scale, out=q[:rows])  # scaling q is cheaper than scaling scores
+            # Scores go straight into their rows of the weight matrix, or into a scratch block.
+            s = weights[index][start:stop] if need_weights else scores[:rows]  # (rows, seq_k)
+            np.matmul(q[:rows], K[index].T, out=s)
+            if mask is not None:
+                np.copyto(s, -np.inf, where=np.logical_not(mask[index][start:stop], out=blocked[:rows]))
+            if need_weights:
+                softmax_(s)  # in place, while the block is still in cache
+                np.matmul(s, V[index], out=output[index][start:stop])
+            else:
+                # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
+                bound = math.sqrt(np.einsum("rd,rd->r", q[:rows], q[:rows]).max()) * key_norm[index]
+                subtract_max = not bound <= exponent_limit[index]
+                _unnormalised_attention(s, V[index], out=output[index][start:stop], subtract_max=subtract_max)
+
+    threads = _threads_for(num_threads, len(tasks), len(tasks) * block_size * seq_k)
+    if threads == 1:
+        worker(iter(tasks))
+    else:
+        shared = iter(tasks)  # next() on a list iterator is atomic under the GIL: each task is taken once
+        with _one_blas_thread():
+            futures = [_pool(threads).submit(worker, shared) for _ in range(threads)]
+            for future in futures:
+                future.result()  # re-raises a worker's exception here
+    return output, weights
 
 
-def _rows(mask, start, stop):
-    """The mask rows for queries ``start:stop`` (a mask with one row serves every query)."""
-    if mask is None or mask.shape[-2] == 1:
-        return mask
-    return mask[..., start:stop, :]
+def _unnormalised_attention(scores, v, out, subtract_max=True):
+    """``softmax(scores) @ v``, dividing by the row sums after the matrix product.
+
+    ``exp(scores) @ v`` divided row by row by ``sum(exp(scores))`` is the same number as
+    dividing the weights first, but it divides ``rows * d_v`` numbers instead of
+    ``rows * seq_k``: one pass over the block fewer.
+
+    Subtracting each row's maximum first (as :func:`mhattn.softmax.softmax_` does) keeps
+    ``exp`` from overflowing; it changes nothing else, because the factor ``exp(-max)``
+    cancels in the division. The caller may skip it (``subtract_max=False``, two passes fewer)
+    when it has proved that every score is small enough for ``exp`` to neither overflow nor
+    underflow (see :func:`_safe_exponent`). ``scores`` is overwritten.
+    """
+    if subtract_max:
+        row_max = scores.max(axis=-1, keepdims=True)  # (rows, 1)
+        row_max[np.isneginf(row_max)] = 0.0  # a fully masked row: exp(-inf - 0) = 0
+        np.subtract(scores, row_max, out=scores)
+    np.exp(scores, out=scores)
+    total = scores @ np.ones(scores.shape[-1], dtype=scores.dtype)  # (rows,): row sums, by BLAS (faster than .sum)
+    total[total == 0] = 1.0  # a fully masked row: output 0 / 1 = 0
+    np.matmul(scores, v, out=out)  # (rows, d_v)
+    np.divide(out, total[:, None], out=out)
+
+
+def _safe_exponent(dtype, seq_k, value_max):
+    """The largest ``bound`` such that scores in ``[-bound, bound]`` need no max subtraction.
+
+    Then ``exp(score)`` lies in ``[exp(-bound), exp(bound)]``, and we ask that
+
+    * a row's sum times the largest value, at most ``seq_k * exp(bound) * value_max``, stays a
+      quarter of the largest float (no overflow in the sum or in ``exp(scores) @ v``);
+    * ``exp(-bound)`` stays ``2**24`` times above the smallest normal float, so even a row whose
+      scores are all near ``-bound`` keeps full precision in its sum.
+
+    For float32, ``seq_k = 4096`` and values of order 1 the limit is about 70 (it is 690 for
+    float64); the scores of a softmax that has not saturated are far smaller.
+    """
+    info = np.finfo(dtype)
+    overflow = math.log(float(info.max) / (4 * max(seq_k, 1))) - np.log(np.maximum(value_max, 1.0))
+    underflow = -math.log(float(info.tiny)) - 24 * math.log(2)
+    return np.minimum(overflow, underflow)
+
+
+# --- threads ---------------------------------------------------------------------------
+
+PARALLEL_MIN_SCORES = 2**17  # below this many scores in all, threads cost more than they save
+
+_pool_lock = threading.Lock()
+_pools = {}
+_blas = None
+
+
+def _threads_for(num_threads, num_tasks, num_scores):
+    """How many threads to use: the caller's choice, else BLAS's count if the work repays it."""
+    if num_threads is None:
+        num_threads = _blas_threads() if num_scores >= PARALLEL_MIN_SCORES else 1
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int or None; got {num_threads!r}")
+    return max(1, min(num_threads, num_tasks))
+
+
+def _pool(threads):
+    with _pool_lock:
+        if threads not in _pools:
+            _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mhattn-block")
+        return _pools[threads]
+
+
+def _blas_controller():
+    """threadpoolctl's handle on the BLAS libraries (found once), or None without threadpoolctl."""
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+            _blas = False
+        else:
+            _blas = ThreadpoolController().select(user_api="blas")
+    return _blas or None
+
+
+def _blas_threads():
+    controller = _blas_controller()
+    if not controller:
+        return 1  # cannot stop BLAS from spawning its own threads: don't add ours on top
+    return max(lib.num_threads for lib in controller.lib_controllers)
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """While our threads run, each BLAS call uses one thread (no oversubscription)."""
+    limit = _blas_controller().limit(limits=1)
+    try:
+        yield
+    finally:
+        limit.restore_original_limits()
