@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import importlib
 import io
+import math
 import os
 import pkgutil
 import subprocess
@@ -434,9 +435,147 @@ def cosines(a, b):
     return np.array([np.dot(u, v) / (np.linalg.norm(u) * np.linalg.norm(v)) for u, v in zip(a, b, strict=True)])
 
 
+def softmax_solution(x, axis=-1, subtract="slice", keep_dtype=True, fixed_axis=False):
+    """Exercise 01-1; the keyword arguments switch on typical mistakes."""
+    x = np.asarray(x) if keep_dtype else np.asarray(x, dtype=np.float64)
+    axis = -1 if fixed_axis else axis
+    if subtract == "slice":
+        x = x - x.max(axis=axis, keepdims=True)
+    elif subtract == "all":
+        x = x - x.max()
+    e = np.exp(x)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def logsumexp_solution(x, add_back=True, stable=True):
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max() if stable else 0.0
+    return (m if add_back else 0.0) + np.log(np.sum(np.exp(x - m)))
+
+
+def attention_solution(Q, K, V, mask=None, divisor=None, fill=-np.inf, axis=-1, invert=False):
+    """Exercise 02-1; ``divisor``, ``fill``, ``axis`` and ``invert`` give the typical mistakes."""
+    scores = Q @ np.swapaxes(K, -1, -2) / (math.sqrt(Q.shape[-1]) if divisor is None else divisor(Q.shape[-1]))
+    if mask is not None:
+        scores = np.where(~mask if invert else mask, scores, fill)
+    top = scores.max(axis=axis, keepdims=True)
+    e = np.exp(scores - np.where(np.isneginf(top), 0, top))
+    total = e.sum(axis=axis, keepdims=True)
+    weights = e / np.where(total == 0, 1, total)
+    return weights @ V, weights
+
+
+def left_padding_solution(lengths, seq_len, shift=0):
+    return (np.arange(seq_len) >= seq_len - np.asarray(lengths)[:, None] + shift)[:, None, None, :]
+
+
+def split_solution(x, num_heads, transpose=True):
+    batch, seq_len, d_model = x.shape
+    if not transpose:
+        return x.reshape(batch, num_heads, seq_len, d_model // num_heads)
+    return x.reshape(batch, seq_len, num_heads, d_model // num_heads).transpose(0, 2, 1, 3)
+
+
+def combine_solution(x, transpose=True):
+    batch, num_heads, seq_len, d_k = x.shape
+    if transpose:
+        x = x.transpose(0, 2, 1, 3)
+    return x.reshape(batch, seq_len, num_heads * d_k)
+
+
+def split_qkv_solution(qkv, num_heads, order=(2, 0, 3, 1, 4), three_first=True):
+    batch, seq_len, width = qkv.shape
+    d_k = width // 3 // num_heads
+    shape = (batch, seq_len, 3, num_heads, d_k) if three_first else (batch, seq_len, num_heads, 3, d_k)
+    return qkv.reshape(shape).transpose(order)
+
+
+EXERCISES_01_03 = [
+    (
+        "01_softmax",
+        "check_exercise_1",
+        lambda ns: (
+            ns["my_softmax"],
+            softmax_solution,
+            [
+                lambda x, axis=-1: softmax_solution(x, axis, subtract="none"),  # overflows
+                lambda x, axis=-1: softmax_solution(x, axis, subtract="all"),  # whole slices underflow
+                lambda x, axis=-1: softmax_solution(x, axis, fixed_axis=True),  # ignores axis
+                lambda x, axis=-1: softmax_solution(x, axis, keep_dtype=False),  # float32 -> float64
+            ],
+        ),
+    ),
+    (
+        "01_softmax",
+        "check_exercise_2",
+        lambda ns: (
+            ns["my_logsumexp"],
+            logsumexp_solution,
+            [lambda x: logsumexp_solution(x, stable=False), lambda x: logsumexp_solution(x, add_back=False)],
+        ),
+    ),
+    (
+        "02_scaled_dot_product_attention",
+        "check_exercise_1",
+        lambda ns: (
+            ns["my_attention"],
+            attention_solution,
+            [
+                lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, divisor=np.sqrt),  # float32 -> float64
+                lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, divisor=lambda d: 1.0),  # no scale
+                lambda Q, K, V, mask=None: attention_solution(
+                    Q, K, V, mask, divisor=lambda d: math.sqrt(3 * d)
+                ),  # d_model
+                lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, fill=-1e9),  # empty row -> uniform
+                lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, axis=-2),  # wrong axis
+                lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, invert=True),  # torch polarity
+            ],
+        ),
+    ),
+    (
+        "02_scaled_dot_product_attention",
+        "check_exercise_2",
+        lambda ns: (
+            ns["left_padding_mask"],
+            left_padding_solution,
+            [
+                lambda lengths, seq_len: mhattn.padding_mask(np.asarray(lengths), seq_len),  # right padding
+                lambda lengths, seq_len: left_padding_solution(lengths, seq_len, shift=1),  # off by one
+                lambda lengths, seq_len: left_padding_solution(lengths, seq_len)[:, 0, 0],  # 2-D
+            ],
+        ),
+    ),
+    (
+        "03_splitting_heads",
+        "check_exercise_1",
+        lambda ns: (
+            (ns["my_split_heads"], ns["my_combine_heads"]),
+            (split_solution, combine_solution),
+            [
+                (lambda x, h: split_solution(x, h, transpose=False), lambda x: combine_solution(x, transpose=False)),
+                (lambda x, h: split_solution(x, h, transpose=False), combine_solution),
+                (split_solution, lambda x: combine_solution(x, transpose=False)),
+            ],
+        ),
+    ),
+    (
+        "03_splitting_heads",
+        "check_exercise_2",
+        lambda ns: (
+            ns["split_qkv"],
+            split_qkv_solution,
+            [
+                lambda qkv, h: split_qkv_solution(qkv, h, order=(3, 0, 2, 1, 4), three_first=False),  # heads before 3
+                lambda qkv, h: split_qkv_solution(qkv, h, order=(2, 0, 1, 3, 4)),  # seq_len before heads
+            ],
+        ),
+    ),
+]
+
+
 # Each entry: notebook, checker, and a function of the notebook's namespace that returns
 # (the pre-filled answer, a right answer, [wrong answers]).
-EXERCISES = [
+EXERCISES = EXERCISES_01_03 + [
     (
         "04_multi_head_attention",
         "check_exercise_1",
