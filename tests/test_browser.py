@@ -97,6 +97,7 @@ def voila_url(requirements, tmp_path_factory):
 
 @pytest.fixture
 def page(voila_url):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import sync_playwright
 
     errors = []
@@ -110,11 +111,12 @@ def page(voila_url):
             page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
             page.on("pageerror", lambda error: errors.append(str(error)))
             for attempt in range(1, PAGE_LOAD_ATTEMPTS + 1):  # each load gets a fresh kernel
-                page.goto(voila_url)
+                errors.clear()  # an abandoned load may log errors of its own
                 try:
+                    page.goto(voila_url, wait_until="commit", timeout=PAGE_LOAD_SECONDS * 1000)
                     page.wait_for_selector(PICTURE, timeout=PAGE_LOAD_SECONDS * 1000)
                     break
-                except Exception:
+                except PlaywrightTimeoutError:
                     if attempt == PAGE_LOAD_ATTEMPTS:
                         raise
             page.errors = errors
