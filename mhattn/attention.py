@@ -74,8 +74,7 @@ def attend(Q, K, V, mask=None):
     already validated their arrays (:class:`mhattn.MultiHeadAttention`).
     Returns ``(output, weights)``.
     """
-    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    if math.prod(leading) * Q.shape[-2] * K.shape[-2] >= blockwise.PARALLEL_MIN_SCORES:
+    if math.prod(Q.shape[:-1]) * K.shape[-2] >= blockwise.PARALLEL_MIN_SCORES:
         # Many scores: the same computation, a cache-sized block of queries at a time on every core.
         return blockwise.attention_in_blocks(Q, K, V, mask)
     scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32

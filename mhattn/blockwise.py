@@ -91,6 +91,10 @@ def attention_in_blocks(Q, K, V, mask=None, block_size=None, *, num_threads=None
 def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
     leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
+    if math.prod(leading) * seq_q * seq_k < PARALLEL_MIN_SCORES and (block_size is None or block_size >= seq_q):
+        from .attention import attend  # here, not at the top: attention.py imports this module
+
+        return attend(Q, K, V, mask)  # small enough to be one block: the textbook path is that block
     dtype = np.result_type(Q, K, V)
     # Views that broadcast every array to the same leading axes (no copies).
     Q = np.broadcast_to(Q, leading + (seq_q, d_k))
