@@ -89,6 +89,9 @@ def attention_in_blocks(Q, K, V, mask=None, block_size=None, *, num_threads=None
 
 
 def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
+    for name, value in (("block_size", block_size), ("num_threads", num_threads)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None; got {value!r}")
     leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
     if math.prod(leading) * seq_q * seq_k < PARALLEL_MIN_SCORES and (block_size is None or block_size >= seq_q):
@@ -210,8 +213,6 @@ def _threads_for(num_threads, num_tasks, num_scores):
     """How many threads to use: the caller's choice, else BLAS's count if the work repays it."""
     if num_threads is None:
         num_threads = _blas_threads() if num_scores >= PARALLEL_MIN_SCORES else 1
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int or None; got {num_threads!r}")
     return max(1, min(num_threads, num_tasks))
 
 

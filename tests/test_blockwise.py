@@ -214,11 +214,12 @@ def test_blas_thread_count_is_restored_after_a_threaded_call():
     assert blas_threads() == before
 
 
+@pytest.mark.parametrize("argument", ["block_size", "num_threads"])
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_num_threads_must_be_a_positive_int(bad):
+def test_block_size_and_num_threads_must_be_positive_ints(argument, bad):
     Q, K, V = qkv((), 4, 4, 2, 2, np.float64)
-    with pytest.raises(ValueError, match=r"num_threads must be a positive int or None; got"):
-        blockwise_attention(Q, K, V, num_threads=bad)
+    with pytest.raises(ValueError, match=rf"{argument} must be a positive int or None; got {bad!r}"):
+        blockwise_attention(Q, K, V, **{argument: bad})
 
 
 # --- through MultiHeadAttention ---------------------------------------------------------
