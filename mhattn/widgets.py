@@ -68,6 +68,17 @@ def padded_length(seq_len):
     return seq_len - seq_len // 2
 
 
+def _runs(values):
+    """``["1.000", "1.000", "0.000"]`` -> ``"1.000×2 0.000"``: one entry per query, repeats counted."""
+    runs = []
+    for value in values:
+        if runs and runs[-1][0] == value:
+            runs[-1][1] += 1
+        else:
+            runs.append([value, 1])
+    return " ".join(value if count == 1 else f"{value}×{count}" for value, count in runs)
+
+
 def _grid(num_heads):
     """(rows, columns) of heatmap panels: one row up to three heads, two rows after that."""
     rows = 1 if num_heads <= 3 else 2
@@ -141,10 +152,12 @@ class Explorer(widgets.VBox):
         )
         self.seed = widgets.BoundedIntText(
             value=seed, min=0, max=MAX_SEED, description="seed", style=style,
-            layout=widgets.Layout(width="170px"),
+            layout=widgets.Layout(width="170px", margin="2px 0 0 24px"),
         )
         self.mask = widgets.ToggleButtons(
-            options=MASKS, value=mask, description="mask", style={"button_width": "70px", **style},
+            options=MASKS, value=mask, style={"button_width": "70px"}, layout=widgets.Layout(width="auto"),
+            tooltips=("every query sees every key", "query i sees keys 0 to i",
+                      "the second sequence's last half is padding"),
         )
         self.readout = widgets.HTML()
         self.explanation = widgets.HTML()
@@ -172,8 +185,8 @@ class Explorer(widgets.VBox):
             control.observe(self._on_change, names="value")
 
         controls = widgets.VBox([
-            widgets.HBox([self.seq_len, self.d_model, self.num_heads, self.seed]),
-            self.mask,
+            widgets.HBox([self.seq_len, self.d_model, self.num_heads]),
+            widgets.HBox([widgets.Label("mask", layout=widgets.Layout(width="52px")), self.mask, self.seed]),
         ])
         super().__init__([controls, self.readout, self.image, self.explanation])
         self.update()
@@ -368,7 +381,7 @@ class Explorer(widgets.VBox):
     def _readout_html(self, weights):
         num_heads, seq_len = weights.shape[:2]
         sums = weights.sum(axis=-1)  # (num_heads, seq_len): one sum per head and query
-        per_query = " ".join(f"{s:.3f}" for s in sums[0])
+        per_query = _runs([f"{s:.3f}" for s in sums[0]])
         same = np.allclose(sums, sums[0], atol=5e-4)
         heads_note = "same in every head" if same else f"head 0; heads range {sums.min():.3f} to {sums.max():.3f}"
         if self.mask.value == "padding":
@@ -379,7 +392,7 @@ class Explorer(widgets.VBox):
         return (
             f"<code>seq_len={seq_len} · num_heads={num_heads} · d_k={self.d_model.value // num_heads} · "
             f"mask={self.mask.value}</code><br>"
-            f"<code>row sums ({heads_note}): {per_query}{pad_note}</code>"
+            f"<code>row sums, queries 0 to {seq_len - 1} ({heads_note}): {per_query}{pad_note}</code>"
         )
 
     def _explanation_html(self, seq_len):
