@@ -6,10 +6,10 @@ heatmap of attention weights per head next to a 2-D view of how attention moved 
 
 The picture is a single matplotlib :class:`~matplotlib.figure.Figure` kept for the widget's
 whole life (never registered with pyplot, so nothing accumulates in ``plt``). A change of
-setting updates its artists in place -- new image data, new point offsets; a new ``num_heads``
-shows, hides and moves heatmap panels made once (``MAX_HEADS`` of them). The figure is rendered to PNG bytes and
-shown in an :class:`ipywidgets.Image`, which works the same in JupyterLab, Voila and a test
-without any frontend.
+setting updates its artists in place (new image data, new point offsets); a new ``num_heads``
+shows, hides and moves heatmap panels that were made once, ``MAX_HEADS`` of them. The figure
+is rendered to PNG bytes and shown in an :class:`ipywidgets.Image`, which works the same in
+JupyterLab, Voila and a test without any frontend.
 
 What is drawn, so that it can be recomputed independently::
 
@@ -36,7 +36,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from . import _checks
 from .embedding_shift import embedding_shift_2d
@@ -114,7 +114,9 @@ def _panel_layout(num_heads):
 
 
 class Explorer(widgets.VBox):
-    """The widget :func:`explorer` returns; see the module docstring for what it draws.
+    """The widget :func:`explorer` returns (build it with that function, which checks the settings).
+
+    See the module docstring for what it draws.
 
     Attributes
     ----------
@@ -155,7 +157,7 @@ class Explorer(widgets.VBox):
             layout=widgets.Layout(width="170px", margin="2px 0 0 24px"),
         )
         self.mask = widgets.ToggleButtons(
-            options=MASKS, value=mask, style={"button_width": "70px"}, layout=widgets.Layout(width="auto"),
+            options=MASKS, value=mask, style={"button_width": "80px"}, layout=widgets.Layout(width="auto"),
             tooltips=("every query sees every key", "query i sees keys 0 to i",
                       "the second sequence's last half is padding"),
         )
@@ -163,6 +165,7 @@ class Explorer(widgets.VBox):
         self.explanation = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
         self.renders = 0
+        self._blas = ThreadpoolController()
 
         self.figure = Figure(figsize=FIGSIZE, dpi=DPI)
         self._canvas = FigureCanvasAgg(self.figure)
@@ -170,8 +173,7 @@ class Explorer(widgets.VBox):
         self.head_axes, self.head_images, self._head_count = [], [], 0
         self._build_head_panels()
         self._background, self._background_layout = None, None
-        # The colour bar has its own mappable: tied to a heatmap, it would keep that panel alive
-        # (and everything it references) after the panels are rebuilt.
+        # The colour bar belongs to no heatmap: one 0..1 scale shared by whichever heads are shown.
         self._colorbar_axes = self.figure.add_axes(_panel_layout(num_heads)[1])
         colorbar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), _CMAP), cax=self._colorbar_axes)
         colorbar.set_label("attention weight", fontsize=8)
@@ -238,7 +240,7 @@ class Explorer(widgets.VBox):
         """Recompute, redraw the figure in place, refresh the readout and the image."""
         # The matrices here are tiny: BLAS worker threads cost far more than they save (and
         # spin on the cores matplotlib needs next), so run the computation on one thread.
-        with threadpool_limits(limits=1, user_api="blas"):
+        with self._blas.limit(limits=1, user_api="blas"):
             weights, allowed = self.compute()  # (num_heads, seq_len, seq_len) each
         num_heads, seq_len = weights.shape[:2]
         if num_heads != self._head_count:
