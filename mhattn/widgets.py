@@ -263,12 +263,17 @@ class Explorer(widgets.VBox):
         ticks = MaxNLocator(nbins=4, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
         ticks = ticks[(ticks >= 0) & (ticks <= seq_len - 1)]
         limits = (-0.5, seq_len - 0.5)
+        padding = self.mask.value == "padding"
         for ax in self.head_axes:
+            (line,) = ax.lines  # the padding boundary
+            line.set_visible(padding)
+            line.set_ydata([padded_length(seq_len) - 0.5] * 2)
             ax.set_xlim(limits)
             ax.set_ylim(limits[::-1])  # query 0 at the top, like a matrix
             ax.set_xticks(ticks if ax.xaxis.get_label_text() else [])  # ticks only on the outer panels
             ax.set_yticks(ticks if ax.yaxis.get_label_text() else [])
-        grey = "\ngrey = masked: the weight is exactly 0" if self.mask.value != "none" else ""
+        grey = {"none": "", "causal": "\ngrey = masked: the weight is exactly 0",
+                "padding": "\ngrey = masked (weight exactly 0); below the dashes: padding queries"}[self.mask.value]
         self._title.set_text(f"attention weights of sequence {SHOWN + 1} of a batch of 2\n"
                              f"one panel per head  ·  row = query, column = key{grey}")
 
@@ -295,7 +300,8 @@ class Explorer(widgets.VBox):
 
     def _animated(self):
         """The artists redrawn on every update, in drawing order."""
-        return [*self.head_images, self.pca_arrows, self.pca_inputs, self.pca_outputs, self._pca_title,
+        boundaries = [ax.lines[0] for ax in self.head_axes if ax.lines[0].get_visible()]  # over the heatmaps
+        return [*self.head_images, *boundaries, self.pca_arrows, self.pca_inputs, self.pca_outputs, self._pca_title,
                 *(label for label in self._pca_labels if label.get_visible())]
 
     def _build_head_panels(self):
@@ -307,6 +313,8 @@ class Explorer(widgets.VBox):
                               animated=True)
             ax.set_title(f"head {h}", fontsize=9, pad=3)
             ax.tick_params(labelsize=7, length=2, pad=1.5)
+            # With the padding mask, a dashed line separates the real queries from the padding ones.
+            ax.axhline(0, color="#333333", linewidth=1.0, linestyle=(0, (3, 2)), visible=False, animated=True)
             self._panel_pool.append((ax, image))
 
     def _layout_head_panels(self, num_heads):

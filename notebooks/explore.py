@@ -21,7 +21,8 @@
 # - **left:** the attention weights of the second sequence, one heatmap per head. Row *i* is
 #   query *i*, column *j* is key *j*; a darker cell means query *i* takes more of value *j*.
 #   Every panel uses the same colour scale, 0 to 1, so the heads can be compared.
-#   Grey cells are masked: their weight is exactly zero.
+#   Grey cells are masked: their weight is exactly zero. With the padding mask, a dashed line
+#   separates the real queries from the padding ones below it.
 # - **right:** every token before attention (hollow circle) and after (filled circle), in
 #   one 2-D PCA plane fitted to both, with an arrow from each token's input to its output.
 # - **the readout:** the settings, the width of one head `d_k = d_model / num_heads`, and

@@ -88,6 +88,8 @@ def test_explorer_is_one_widget_holding_controls_readout_and_picture(ex):
     inside = list(descendants(ex))
     for part in (ex.seq_len, ex.d_model, ex.num_heads, ex.seed, ex.mask, ex.readout, ex.image):
         assert any(part is w for w in inside)
+    bundle = ex._repr_mimebundle_()  # what display(ex) sends: a view of this very widget
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.model_id
     pixels = png_pixels(ex.image.value)
     assert pixels.shape == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI), 3)
 
@@ -165,6 +167,17 @@ def test_padding_mask_greys_out_the_padding_keys_of_the_shorter_sequence(ex, seq
     np.testing.assert_allclose(np.nansum(heatmaps, axis=-1), 1.0, atol=1e-12)
     assert f"padding rows: {seq_len - real}" in ex.readout.value
     assert_drawing_matches(ex)
+
+
+def test_only_the_padding_mask_draws_the_boundary_between_real_and_padding_queries(ex):
+    ex.seq_len.value = 9
+    for mask in ("padding", "none", "causal", "padding"):
+        ex.mask.value = mask
+        for ax in ex.head_axes:
+            (line,) = ax.lines
+            assert line.get_visible() == (mask == "padding")
+            if mask == "padding":
+                np.testing.assert_array_equal(line.get_ydata(), [4.5, 4.5])  # queries 0-4 real, 5-8 padding
 
 
 def test_d_model_offers_only_head_counts_that_divide_it(ex):
