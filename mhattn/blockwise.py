@@ -36,7 +36,11 @@ import numpy as np
 
 from .softmax import softmax_
 
-BLOCK_SCORES = 2**20  # scores per block by default: 4 MiB of float32, about a core's L2 cache
+# Scores per block, by default. With weights to return, the softmax passes over a block five
+# times: 2**18 scores (1 MiB of float32) stay in a core's L2 cache for all of them. Without,
+# only ``exp`` passes over it, and taller blocks let BLAS multiply faster: 2**20 (4 MiB).
+BLOCK_SCORES = {True: 2**18, False: 2**20}  # {need_weights: scores}
+MIN_BLOCK_SCORES = 2**15  # the least, when blocks shrink to give every thread several
 
 
 def blockwise_attention(Q, K, V, mask=None, block_size=None, *, num_threads=None):
@@ -99,17 +103,15 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
 
         return attend(Q, K, V, mask)  # small enough to be one block: the textbook path is that block
     dtype = np.result_type(Q, K, V)
+    lead = leading or (1,)  # at least one leading axis (its last one is usually the heads)
     # Views that broadcast every array to the same leading axes (no copies).
-    Q = np.broadcast_to(Q, leading + (seq_q, d_k))
-    K = np.broadcast_to(K.astype(dtype, copy=False), leading + (seq_k, d_k))
-    V = np.broadcast_to(V.astype(dtype, copy=False), leading + (seq_k, d_v))
+    Q = np.broadcast_to(Q, lead + (seq_q, d_k))
+    K = np.broadcast_to(K.astype(dtype, copy=False), lead + (seq_k, d_k))
+    V = np.broadcast_to(V.astype(dtype, copy=False), lead + (seq_k, d_v))
     if mask is not None:
-        mask = np.broadcast_to(mask, leading + (seq_q, seq_k))
-    if block_size is None:
-        block_size = max(16, BLOCK_SCORES // max(seq_k, 1))
-    block_size = min(block_size, max(seq_q, 1))
-    output = np.empty(leading + (seq_q, d_v), dtype=dtype)  # (..., seq_q, d_v)
-    weights = np.empty(leading + (seq_q, seq_k), dtype=dtype) if need_weights else None
+        mask = np.broadcast_to(mask, lead + (seq_q, seq_k))
+    output = np.empty(lead + (seq_q, d_v), dtype=dtype)  # (..., seq_q, d_v)
+    weights = np.empty(lead + (seq_q, seq_k), dtype=dtype) if need_weights else None
     scale = 1.0 / math.sqrt(d_k)  # a Python float: float32 stays float32
 
     if not need_weights:
@@ -119,33 +121,45 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
         value_max = np.maximum(V.max(axis=(-2, -1), initial=0.0), -V.min(axis=(-2, -1), initial=0.0))  # (...)
         exponent_limit = _safe_exponent(dtype, seq_k, value_max)  # (...)
 
-    # One task per (leading index, block of queries).
-    tasks = [(index, start) for index in np.ndindex(leading) for start in range(0, seq_q, block_size)]
+    # A task is a block of `rows` queries in `group` heads (consecutive indices of the last
+    # leading axis) at one index `outer` of the other leading axes.
+    total_scores = math.prod(lead) * seq_q * seq_k
+    threads = _threads_for(num_threads, total_scores)
+    group, rows = _block_shape(lead[-1], seq_q, seq_k, block_size, total_scores, threads, BLOCK_SCORES[need_weights])
+    tasks = [
+        (outer, slice(head, min(head + group, lead[-1])), slice(start, min(start + rows, seq_q)))
+        for outer in np.ndindex(lead[:-1])
+        for head in range(0, lead[-1], group)
+        for start in range(0, seq_q, rows)
+    ]
 
     def worker(task_iterator):
         """Work through tasks until none are left; every buffer here belongs to this thread."""
-        q = np.empty((block_size, d_k), dtype=dtype)  # the block's queries, scaled
-        scores = None if need_weights else np.empty((block_size, seq_k), dtype=dtype)
-        blocked = np.empty((block_size, seq_k), dtype=bool) if mask is not None else None
-        for index, start in task_iterator:
-            stop = min(start + block_size, seq_q)
-            rows = stop - start
-            np.multiply(Q[index][start:stop], scale, out=q[:rows])  # scaling q is cheaper than scaling scores
+        q_buffer = np.empty((group, rows, d_k), dtype=dtype)  # the block's queries, scaled
+        scores_buffer = None if need_weights else np.empty((group, rows, seq_k), dtype=dtype)
+        blocked_buffer = np.empty((group, rows, seq_k), dtype=bool) if mask is not None else None
+        for outer, heads, queries in task_iterator:
+            shape = (heads.stop - heads.start, queries.stop - queries.start)  # (heads in the block, rows)
+            q = q_buffer[: shape[0], : shape[1]]
+            np.multiply(Q[outer][heads, queries], scale, out=q)  # scaling q is cheaper than scaling scores
             # Scores go straight into their rows of the weight matrix, or into a scratch block.
-            s = weights[index][start:stop] if need_weights else scores[:rows]  # (rows, seq_k)
-            np.matmul(q[:rows], K[index].T, out=s)
+            s = weights[outer][heads, queries] if need_weights else scores_buffer[: shape[0], : shape[1]]
+            np.matmul(q, K[outer][heads].swapaxes(-1, -2), out=s)  # (heads, rows, seq_k)
             if mask is not None:
-                np.copyto(s, -np.inf, where=np.logical_not(mask[index][start:stop], out=blocked[:rows]))
+                blocked = np.logical_not(mask[outer][heads, queries], out=blocked_buffer[: shape[0], : shape[1]])
+                np.copyto(s, -np.inf, where=blocked)
             if need_weights:
                 softmax_(s)  # in place, while the block is still in cache
-                np.matmul(s, V[index], out=output[index][start:stop])
+                np.matmul(s, V[outer][heads], out=output[outer][heads, queries])
             else:
                 # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
-                bound = math.sqrt(np.einsum("rd,rd->r", q[:rows], q[:rows]).max()) * key_norm[index]
-                subtract_max = not bound <= exponent_limit[index]
-                _unnormalised_attention(s, V[index], out=output[index][start:stop], subtract_max=subtract_max)
+                bound = math.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm[outer][heads].max()
+                subtract_max = not bound <= exponent_limit[outer][heads].min()
+                _unnormalised_attention(
+                    s, V[outer][heads], out=output[outer][heads, queries], subtract_max=subtract_max
+                )
 
-    threads = _threads_for(num_threads, len(tasks), len(tasks) * block_size * seq_k)
+    threads = min(threads, len(tasks))
     if threads == 1:
         worker(iter(tasks))
     else:
@@ -154,7 +168,26 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
             futures = [_pool(threads).submit(worker, shared) for _ in range(threads)]
             for future in futures:
                 future.result()  # re-raises a worker's exception here
+    if not leading:  # 2-D inputs: drop the leading axis we added
+        return output[0], None if weights is None else weights[0]
     return output, weights
+
+
+def _block_shape(num_heads, seq_q, seq_k, block_size, total_scores, threads, block_scores):
+    """``(heads, rows)`` of one block.
+
+    An explicit ``block_size`` means that many query rows of one head. Otherwise a block holds
+    about ``block_scores`` scores (fewer when that would leave fewer than four blocks per
+    thread): a slab of query rows of one head when a head's scores are more than that, or
+    whole heads, several at a time, when they are fewer.
+    """
+    if block_size is not None:
+        return 1, min(block_size, seq_q)
+    target = min(block_scores, max(MIN_BLOCK_SCORES, total_scores // (4 * threads)))
+    per_head = seq_q * seq_k
+    if per_head <= target:
+        return max(1, min(num_heads, target // per_head)), seq_q
+    return 1, max(1, min(seq_q, target // seq_k))
 
 
 def _unnormalised_attention(scores, v, out, subtract_max=True):
@@ -171,14 +204,14 @@ def _unnormalised_attention(scores, v, out, subtract_max=True):
     underflow (see :func:`_safe_exponent`). ``scores`` is overwritten.
     """
     if subtract_max:
-        row_max = scores.max(axis=-1, keepdims=True)  # (rows, 1)
+        row_max = scores.max(axis=-1, keepdims=True)  # (..., rows, 1)
         row_max[np.isneginf(row_max)] = 0.0  # a fully masked row: exp(-inf - 0) = 0
         np.subtract(scores, row_max, out=scores)
     np.exp(scores, out=scores)
-    total = scores @ np.ones(scores.shape[-1], dtype=scores.dtype)  # (rows,): row sums, by BLAS (faster than .sum)
+    total = scores @ np.ones(scores.shape[-1], dtype=scores.dtype)  # (..., rows): row sums, by BLAS (faster than .sum)
     total[total == 0] = 1.0  # a fully masked row: output 0 / 1 = 0
-    np.matmul(scores, v, out=out)  # (rows, d_v)
-    np.divide(out, total[:, None], out=out)
+    np.matmul(scores, v, out=out)  # (..., rows, d_v)
+    np.divide(out, total[..., None], out=out)
 
 
 def _safe_exponent(dtype, seq_k, value_max):
@@ -202,18 +235,18 @@ def _safe_exponent(dtype, seq_k, value_max):
 
 # --- threads ---------------------------------------------------------------------------
 
-PARALLEL_MIN_SCORES = 2**17  # below this many scores in all, threads cost more than they save
+PARALLEL_MIN_SCORES = 2**20  # below this many scores in all, threads and blocks cost more than they save
 
 _pool_lock = threading.Lock()
 _pools = {}
 _blas = None
 
 
-def _threads_for(num_threads, num_tasks, num_scores):
+def _threads_for(num_threads, num_scores):
     """How many threads to use: the caller's choice, else BLAS's count if the work repays it."""
-    if num_threads is None:
-        num_threads = _blas_threads() if num_scores >= PARALLEL_MIN_SCORES else 1
-    return max(1, min(num_threads, num_tasks))
+    if num_threads is not None:
+        return num_threads
+    return _blas_threads() if num_scores >= PARALLEL_MIN_SCORES else 1
 
 
 def _pool(threads):

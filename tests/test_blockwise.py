@@ -46,9 +46,15 @@ def qkv(leading, seq_q, seq_k, d_k, d_v, dtype, seed=0, scale=1.0):
 
 
 def both_block_paths(Q, K, V, mask, block_size, num_threads):
-    """Outputs of the weights-free path and (output, weights) of the path that keeps weights."""
-    out = blockwise_attention(Q, K, V, mask, block_size, num_threads=num_threads)
-    out_w, weights = attention_in_blocks(Q, K, V, mask, block_size, num_threads=num_threads)
+    """Outputs of the weights-free path and (output, weights) of the path that keeps weights.
+
+    Small inputs would take the textbook route of ``attend``: here they go through the
+    block code whatever their size.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(blockwise, "PARALLEL_MIN_SCORES", 0)
+        out = blockwise_attention(Q, K, V, mask, block_size, num_threads=num_threads)
+        out_w, weights = attention_in_blocks(Q, K, V, mask, block_size, num_threads=num_threads)
     return out, out_w, weights
 
 
@@ -121,6 +127,35 @@ def test_any_shape_block_size_and_mask_match_the_full_path(
     assert_close(out, expected_out, dtype)
     assert_close(out_w, expected_out, dtype)
     assert_close(weights, expected_weights, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("num_threads", [1, 2])
+@pytest.mark.parametrize(
+    "leading, seq_q, seq_k",
+    [
+        ((4, 8), 100, 100),  # blocks of 4 or 8 whole heads
+        ((2, 8), 70, 90),  # blocks of 5 + 3 heads, or all 8
+    ],
+)
+def test_default_blocks_of_several_whole_heads_match_the_full_path(
+    full_path, dtype, num_threads, leading, seq_q, seq_k
+):
+    """With the default block size, short sequences are processed several heads at a time."""
+    total = np.prod(leading) * seq_q * seq_k
+    for need_weights in (True, False):
+        block_scores = blockwise.BLOCK_SCORES[need_weights]
+        group, rows = blockwise._block_shape(leading[-1], seq_q, seq_k, None, total, num_threads, block_scores)
+        assert group > 1 and rows == seq_q, (need_weights, group, rows)  # the case this test is about
+    Q, K, V = qkv(leading, seq_q, seq_k, 8, 5, dtype, seed=8)
+    rng = np.random.default_rng(8)
+    mask = (rng.random(leading[:1] + (1, seq_q, seq_k)) < 0.5) & (np.arange(seq_q) % 7 != 3)[:, None]
+    for m in (None, mask):
+        expected_out, expected_weights = full_path(Q, K, V, m)
+        out, out_w, weights = both_block_paths(Q, K, V, m, None, num_threads)
+        assert_close(out, expected_out, dtype)
+        assert_close(out_w, expected_out, dtype)
+        assert_close(weights, expected_weights, dtype)
 
 
 def test_leading_axes_broadcast_like_the_full_path(full_path):
