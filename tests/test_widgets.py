@@ -239,17 +239,15 @@ def test_readout_shows_the_settings_and_one_row_sum_per_query(ex):
     np.testing.assert_allclose(sums, drawn(ex)[0][0].sum(axis=-1), atol=5e-4)
 
 
-def test_picture_after_many_changes_equals_a_fresh_explorer(ex):
-    """Reused artists and the cached background leave nothing stale behind."""
-    ex.num_heads.value = 8
-    ex.seq_len.value = 20
-    ex.mask.value = "causal"
-    ex.seed.value = 5
-    ex.mask.value = "padding"
-    ex.seq_len.value = 11
-    ex.num_heads.value = 2
-    ex.seed.value = 6
-    fresh = explorer(d_model=64, num_heads=2, seq_len=11, seed=6, mask="padding")
+@pytest.mark.parametrize("last", ["seq_len", "num_heads", "d_model", "seed", "mask"])
+def test_picture_after_many_changes_equals_a_fresh_explorer(ex, last):
+    """Reused artists and the cached background leave nothing stale behind, whatever changed last."""
+    steps = {"seq_len": (ex.seq_len, 11), "num_heads": (ex.num_heads, 2), "d_model": (ex.d_model, 32),
+             "seed": (ex.seed, 6), "mask": (ex.mask, "padding")}
+    ex.num_heads.value, ex.seq_len.value, ex.mask.value, ex.seed.value = 8, 20, "causal", 5  # a different start
+    for control, value in [step for name, step in steps.items() if name != last] + [steps[last]]:
+        control.value = value
+    fresh = explorer(d_model=32, num_heads=2, seq_len=11, seed=6, mask="padding")
     np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
     assert ex.readout.value == fresh.readout.value
 
