@@ -13,18 +13,22 @@ Two things follow.
 
 * **Memory.** Without weights to return, only the current block's scores exist: a few MiB
   whatever ``seq_len`` is (:func:`blockwise_attention`).
-* **Speed.** A block of about ``2**18`` scores (1 MiB in float32) stays in a core's L2 cache
-  through all the passes the softmax makes (max, subtract, exp, sum, divide); a full score
-  matrix goes out to main memory and back for each of them. And blocks are independent, so
-  several threads can work on different blocks at once. NumPy releases the GIL inside
-  ``matmul`` and ``exp``, which matters: ``exp`` and the other elementwise passes run on a
-  single core in NumPy, only the matrix products are multi-threaded (by BLAS). We give
-  each thread whole blocks and ask BLAS for one thread per call, so every core does
-  everything: matrix products *and* exponentials.
+* **Speed.** A block of a million scores or fewer stays in a core's L2 cache through all the
+  passes the softmax makes (max, subtract, exp, sum, divide); a full score matrix goes out
+  to main memory and back for each of them. And blocks are independent, so several threads
+  can work on different blocks at once. NumPy releases the GIL inside ``matmul`` and
+  ``exp``, which matters: ``exp`` and the other elementwise passes run on a single core in
+  NumPy, only the matrix products are multi-threaded (by BLAS). We give each thread whole
+  blocks and ask BLAS for one thread per call, so every core does everything: matrix
+  products *and* exponentials.
+
+When a head's scores are fewer than a block holds (short sequences), a block is several
+whole heads instead, so that each step is one batched call rather than many tiny ones.
 
 :func:`attention_in_blocks` is the same loop when the weights are wanted: each block's
 weights go straight into their rows of the full weight matrix. :func:`mhattn.attention.attend`
-hands large inputs to it.
+hands inputs with many scores to it; small inputs gain nothing from blocks or threads and
+take the textbook route.
 """
 
 import contextlib
@@ -57,8 +61,10 @@ def blockwise_attention(Q, K, V, mask=None, block_size=None, *, num_threads=None
     mask : ndarray of bool, broadcastable to ``(..., seq_q, seq_k)``, optional
         True = may attend. A query with no allowed key gets an output of zeros.
     block_size : int, optional
-        Queries per block. The default keeps a block at about ``BLOCK_SCORES`` scores
-        (so that it stays in cache): ``BLOCK_SCORES // seq_k`` rows, at least 16.
+        Queries per block (of one head). By default a block holds up to
+        ``BLOCK_SCORES[False]`` scores: that many divided by ``seq_k`` query rows, or several
+        whole heads when their scores fit; below ``PARALLEL_MIN_SCORES`` scores in all, the
+        whole input is one block.
     num_threads : int, optional
         Threads working on blocks at once. The default is the number of threads NumPy's
         BLAS is set to use (``OPENBLAS_NUM_THREADS``, ``threadpoolctl``), or 1 when the
@@ -72,7 +78,7 @@ def blockwise_attention(Q, K, V, mask=None, block_size=None, *, num_threads=None
     Notes
     -----
     Peak extra memory: the output plus, per thread, one block of scores
-    (``block_size * seq_k`` numbers) and one block of mask.
+    (``block_size * seq_k`` numbers), one block of mask and one of scaled queries.
     """
     return _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights=False)[0]
 
@@ -115,11 +121,10 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
     scale = 1.0 / math.sqrt(d_k)  # a Python float: float32 stays float32
 
     if not need_weights:
-        # Per (batch, head): the longest key and the largest |value|. With the longest query of a
-        # block they bound every score of the block, which can save two passes over it (see below).
+        # The longest key of each (batch, head): with the longest query of a block it bounds
+        # every score of the block, which can save two passes over it (see below).
         key_norm = np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0.0))  # (...)
-        value_max = np.maximum(V.max(axis=(-2, -1), initial=0.0), -V.min(axis=(-2, -1), initial=0.0))  # (...)
-        exponent_limit = _safe_exponent(dtype, seq_k, value_max)  # (...)
+        exponent_limit = _safe_exponent(dtype, seq_k)
 
     # A task is a block of `rows` queries in `group` heads (consecutive indices of the last
     # leading axis) at one index `outer` of the other leading axes.
@@ -154,10 +159,16 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
             else:
                 # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
                 bound = math.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm[outer][heads].max()
-                subtract_max = not bound <= exponent_limit[outer][heads].min()
-                _unnormalised_attention(
-                    s, V[outer][heads], out=output[outer][heads, queries], subtract_max=subtract_max
-                )
+                small = bound <= exponent_limit
+                out = output[outer][heads, queries]
+                with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for just below
+                    _unnormalised_attention(s, V[outer][heads], out, subtract_max=not small)
+                if small and not np.isfinite(out).all():
+                    # Values beyond ~1e19 (float32) overflowed exp(scores) @ v: redo the block the safe way.
+                    np.matmul(q, K[outer][heads].swapaxes(-1, -2), out=s)
+                    if mask is not None:
+                        np.copyto(s, -np.inf, where=blocked)
+                    _unnormalised_attention(s, V[outer][heads], out, subtract_max=True)
 
     threads = min(threads, len(tasks))
     if threads == 1:
@@ -214,23 +225,24 @@ def _unnormalised_attention(scores, v, out, subtract_max=True):
     np.divide(out, total[..., None], out=out)
 
 
-def _safe_exponent(dtype, seq_k, value_max):
+def _safe_exponent(dtype, seq_k):
     """The largest ``bound`` such that scores in ``[-bound, bound]`` need no max subtraction.
 
     Then ``exp(score)`` lies in ``[exp(-bound), exp(bound)]``, and we ask that
 
-    * a row's sum times the largest value, at most ``seq_k * exp(bound) * value_max``, stays a
-      quarter of the largest float (no overflow in the sum or in ``exp(scores) @ v``);
+    * a row's sum, at most ``seq_k * exp(bound)``, stays below the square root of the largest
+      float: no overflow, and room for values up to that root in ``exp(scores) @ v`` (the
+      caller checks the output for the rare larger values);
     * ``exp(-bound)`` stays ``2**24`` times above the smallest normal float, so even a row whose
       scores are all near ``-bound`` keeps full precision in its sum.
 
-    For float32, ``seq_k = 4096`` and values of order 1 the limit is about 70 (it is 690 for
-    float64); the scores of a softmax that has not saturated are far smaller.
+    For float32 and ``seq_k = 4096`` the limit is about 36 (it is 346 for float64); the
+    scores of a softmax that has not saturated are far smaller.
     """
     info = np.finfo(dtype)
-    overflow = math.log(float(info.max) / (4 * max(seq_k, 1))) - np.log(np.maximum(value_max, 1.0))
+    overflow = 0.5 * math.log(float(info.max)) - math.log(max(seq_k, 1))
     underflow = -math.log(float(info.tiny)) - 24 * math.log(2)
-    return np.minimum(overflow, underflow)
+    return min(overflow, underflow)
 
 
 # --- threads ---------------------------------------------------------------------------

@@ -185,6 +185,18 @@ def test_small_and_huge_scores_alike(full_path, dtype, scale):
     assert_close(out, expected_out, dtype)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_huge_values_with_small_scores_do_not_overflow(full_path, dtype):
+    """The shortcut's exp(scores) @ v can overflow where weights @ v does not: it must notice."""
+    Q, K, V = qkv((2,), 40, 40, 8, 3, dtype, seed=9, scale=1.0)
+    V = V / np.abs(V).max() * (np.finfo(dtype).max / 8)  # |v| up to 4e37 in float32: weights @ v is fine
+    mask = mhattn.causal_mask(40)
+    expected_out, _ = full_path(Q, K, V, mask)
+    out = blockwise_attention(Q, K, V, mask, block_size=8, num_threads=1)
+    assert np.isfinite(out).all()
+    assert_close(out, expected_out, dtype)
+
+
 def test_the_max_shortcut_is_taken_exactly_when_the_scores_are_provably_small(monkeypatch):
     """A spy on the kernel: small inputs skip the row max, large ones keep it."""
     calls = []
