@@ -4,6 +4,7 @@ Run from the repository root (torch is a benchmark-only dependency)::
 
     python benchmarks/bench_vs_torch.py            # all four shapes, about a minute
     python benchmarks/bench_vs_torch.py --quick    # fewer repeats
+    python benchmarks/bench_vs_torch.py --threads 1  # both libraries on one core
 
 For each shape ``(batch, seq_len, d_model, num_heads)`` in float32 it times two paths:
 
@@ -19,7 +20,10 @@ outside ``inference_mode`` and called under ``no_grad``. Both outputs are checke
 each other before anything is timed. The two libraries alternate run by run (which one
 goes first alternates too), with a 0.2 s pause between runs so OpenBLAS's spinning worker
 threads do not steal a core from the next call; each row reports the medians and their
-ratio. The ratio is what to read: other processes on the machine slow both sides alike.
+ratio. After each pause one untimed call wakes the threads and cores up again (on this
+virtual machine, a call right after 0.2 s of idling runs up to twice as slow, for either
+library), so both are timed in their steady state. The ratio is what to read: other
+processes on the machine slow both sides alike.
 
 Peak memory is measured in a child process started with ``MALLOC_MMAP_THRESHOLD_=65536``
 (every large buffer of either library is then its own ``mmap``, returned to the system
@@ -41,7 +45,7 @@ import tracemalloc
 
 import numpy as np
 import torch
-from threadpoolctl import threadpool_info
+from threadpoolctl import threadpool_info, threadpool_limits
 
 import mhattn
 
@@ -113,7 +117,8 @@ def time_side_by_side(ours, theirs, repeats):
     for r in range(repeats):
         order = [("mhattn", ours), ("torch", theirs)]
         for name, call in order if r % 2 == 0 else order[::-1]:
-            time.sleep(PAUSE)
+            time.sleep(PAUSE)  # the other library's worker threads go idle
+            call()  # untimed: wakes this library's threads and the idle cores up again
             start = time.perf_counter()
             for _ in range(inner):
                 call()
@@ -155,7 +160,6 @@ def tracemalloc_peak(call):
 
 def memory_child():
     """Runs in the child process: print each path's peak memory as JSON lines."""
-    torch.set_num_threads(numpy_threads())
     for shape in SHAPES:
         mha, twin, x = build(*shape)
         for path, (ours, theirs) in paths(mha, twin, x).items():
@@ -167,10 +171,14 @@ def memory_child():
             print(json.dumps(row), flush=True)
 
 
-def measure_memory():
+def measure_memory(threads):
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
     child = subprocess.run(
-        [sys.executable, __file__, "--memory-child"], env=env, capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--memory-child", "--threads", str(threads)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     rows = [json.loads(line) for line in child.stdout.splitlines() if line.startswith("{")]
     return {(tuple(r["shape"]), r["path"]): r for r in rows}
@@ -179,19 +187,21 @@ def measure_memory():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 repeats instead of 11")
+    parser.add_argument("--threads", type=int, help="threads for each library (default: as many as NumPy's BLAS)")
     parser.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    threads = args.threads or numpy_threads()
+    threadpool_limits(limits=threads, user_api="blas")  # mhattn's block threads follow BLAS's count
+    torch.set_num_threads(threads)
     if args.memory_child:
         memory_child()
         return
-    threads = numpy_threads()
-    torch.set_num_threads(threads)
     repeats = 5 if args.quick else 11
     print(
         f"numpy {np.__version__}, torch {torch.__version__}, {threads} threads each, float32, "
         f"{repeats} alternating runs per cell, medians; load average {os.getloadavg()[0]:.2f}"
     )
-    memory = measure_memory()
+    memory = measure_memory(threads)
     header = (
         f"{'(batch, seq, d_model, heads)':>29} {'path':>10} {'mhattn':>10} {'torch':>10} {'ratio':>6}"
         f" {'peak mhattn':>12} {'peak torch':>11} {'tracemalloc':>12}"

@@ -14,8 +14,8 @@ Two things follow.
 * **Memory.** Without weights to return, only the current block's scores exist: a few MiB
   whatever ``seq_len`` is (:func:`blockwise_attention`).
 * **Speed.** A block of a million scores or fewer stays in a core's L2 cache through all the
-  passes the softmax makes (max, subtract, exp, sum, divide); a full score matrix goes out
-  to main memory and back for each of them. And blocks are independent, so several threads
+  passes the softmax makes over it; a full score matrix goes out to main memory and back
+  for each of them. (We also save passes: see :func:`_exponentials`.) And blocks are independent, so several threads
   can work on different blocks at once. NumPy releases the GIL inside ``matmul`` and
   ``exp``, which matters: ``exp`` and the other elementwise passes run on a single core in
   NumPy, only the matrix products are multi-threaded (by BLAS). We give each thread whole
@@ -38,11 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .softmax import softmax_
-
-# Scores per block, by default. With weights to return, the softmax passes over a block five
-# times: 2**18 scores (1 MiB of float32) stay in a core's L2 cache for all of them. Without,
-# only ``exp`` passes over it, and taller blocks let BLAS multiply faster: 2**20 (4 MiB).
+# Scores per block, by default. With weights to return, the softmax passes over a block two
+# to four times: 2**18 scores (1 MiB of float32) stay in a core's L2 cache for all of them.
+# Without, fewer passes, and taller blocks let BLAS multiply faster: 2**20 (4 MiB).
 BLOCK_SCORES = {True: 2**18, False: 2**20}  # {need_weights: scores}
 MIN_BLOCK_SCORES = 2**15  # the least, when blocks shrink to give every thread several
 
@@ -120,11 +118,10 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
     weights = np.empty(lead + (seq_q, seq_k), dtype=dtype) if need_weights else None
     scale = 1.0 / math.sqrt(d_k)  # a Python float: float32 stays float32
 
-    if not need_weights:
-        # The longest key of each (batch, head): with the longest query of a block it bounds
-        # every score of the block, which can save two passes over it (see below).
-        key_norm = np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0.0))  # (...)
-        exponent_limit = _safe_exponent(dtype, seq_k)
+    # The longest key of each (batch, head): with the longest query of a block it bounds every
+    # score of the block, which can save two passes over it (see _exponentials).
+    key_norm = np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0.0))  # (...)
+    exponent_limit = _safe_exponent(dtype, seq_k)
 
     # A task is a block of `rows` queries in `group` heads (consecutive indices of the last
     # leading axis) at one index `outer` of the other leading axes.
@@ -148,27 +145,19 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
             q = q_buffer[: shape[0], : shape[1]]
             np.multiply(Q[outer][heads, queries], scale, out=q)  # scaling q is cheaper than scaling scores
             # Scores go straight into their rows of the weight matrix, or into a scratch block.
-            s = weights[outer][heads, queries] if need_weights else scores_buffer[: shape[0], : shape[1]]
-            np.matmul(q, K[outer][heads].swapaxes(-1, -2), out=s)  # (heads, rows, seq_k)
+            scores = weights[outer][heads, queries] if need_weights else scores_buffer[: shape[0], : shape[1]]
+            blocked = None
             if mask is not None:
                 blocked = np.logical_not(mask[outer][heads, queries], out=blocked_buffer[: shape[0], : shape[1]])
-                np.copyto(s, -np.inf, where=blocked)
-            if need_weights:
-                softmax_(s)  # in place, while the block is still in cache
-                np.matmul(s, V[outer][heads], out=output[outer][heads, queries])
-            else:
-                # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
-                bound = math.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm[outer][heads].max()
-                small = bound <= exponent_limit
-                out = output[outer][heads, queries]
-                with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for just below
-                    _unnormalised_attention(s, V[outer][heads], out, subtract_max=not small)
-                if small and not np.isfinite(out).all():
-                    # Values beyond ~1e19 (float32) overflowed exp(scores) @ v: redo the block the safe way.
-                    np.matmul(q, K[outer][heads].swapaxes(-1, -2), out=s)
-                    if mask is not None:
-                        np.copyto(s, -np.inf, where=blocked)
-                    _unnormalised_attention(s, V[outer][heads], out, subtract_max=True)
+            # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
+            bound = math.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm[outer][heads].max()
+            small = bound <= exponent_limit
+            block = (q, K[outer][heads], V[outer][heads], blocked, scores, output[outer][heads, queries])
+            with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for just below
+                _attend_block(*block, need_weights, subtract_max=not small)
+            if small and not need_weights and not np.isfinite(block[-1]).all():
+                # Values beyond ~1e19 (float32) overflowed exp(scores) @ v: redo the block the safe way.
+                _attend_block(*block, need_weights, subtract_max=True)
 
     threads = min(threads, len(tasks))
     if threads == 1:
@@ -201,18 +190,40 @@ def _block_shape(num_heads, seq_q, seq_k, block_size, total_scores, threads, blo
     return 1, max(1, min(seq_q, target // seq_k))
 
 
-def _unnormalised_attention(scores, v, out, subtract_max=True):
-    """``softmax(scores) @ v``, dividing by the row sums after the matrix product.
+def _attend_block(q, k, v, blocked, scores, out, need_weights, subtract_max):
+    """Attention for one block: ``scores`` and ``out`` are filled in place.
 
-    ``exp(scores) @ v`` divided row by row by ``sum(exp(scores))`` is the same number as
-    dividing the weights first, but it divides ``rows * d_v`` numbers instead of
-    ``rows * seq_k``: one pass over the block fewer.
+    Shapes: ``q (..., rows, d_k)``, ``k (..., seq_k, d_k)``, ``v (..., seq_k, d_v)``,
+    ``blocked`` (True = masked) and ``scores`` ``(..., rows, seq_k)``, ``out (..., rows, d_v)``.
 
-    Subtracting each row's maximum first (as :func:`mhattn.softmax.softmax_` does) keeps
-    ``exp`` from overflowing; it changes nothing else, because the factor ``exp(-max)``
-    cancels in the division. The caller may skip it (``subtract_max=False``, two passes fewer)
-    when it has proved that every score is small enough for ``exp`` to neither overflow nor
-    underflow (see :func:`_safe_exponent`). ``scores`` is overwritten.
+    With ``need_weights`` the scores become the weights (rows summing to one) before they
+    multiply ``v``. Without, they stay unnormalised and the *output* is divided by the row
+    sums instead: the same numbers, but ``rows * d_v`` divisions instead of ``rows * seq_k``,
+    one pass over the block fewer.
+    """
+    np.matmul(q, k.swapaxes(-1, -2), out=scores)  # (..., rows, seq_k)
+    if blocked is not None:
+        np.copyto(scores, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
+    total = _exponentials(scores, subtract_max)  # (..., rows)
+    if need_weights:
+        np.multiply(scores, (1 / total)[..., None], out=scores)  # the weights
+        np.matmul(scores, v, out=out)  # (..., rows, d_v)
+    else:
+        np.matmul(scores, v, out=out)  # (..., rows, d_v)
+        np.divide(out, total[..., None], out=out)
+
+
+def _exponentials(scores, subtract_max=True):
+    """Replace ``scores`` by ``exp(scores - row max)`` in place; return the row sums.
+
+    Subtracting each row's maximum (as :func:`mhattn.softmax.softmax_` does) keeps ``exp``
+    from overflowing, and changes nothing else: the factor ``exp(-max)`` cancels when the
+    rows are divided by their sums. The caller may skip it (``subtract_max=False``, two passes
+    over the block fewer) when it has proved that every score is small enough for ``exp`` to
+    neither overflow nor underflow (see :func:`_safe_exponent`).
+
+    A fully masked row (all ``-inf``) becomes zeros, and its sum is reported as 1, so that
+    dividing by it leaves zeros.
     """
     if subtract_max:
         row_max = scores.max(axis=-1, keepdims=True)  # (..., rows, 1)
@@ -220,9 +231,8 @@ def _unnormalised_attention(scores, v, out, subtract_max=True):
         np.subtract(scores, row_max, out=scores)
     np.exp(scores, out=scores)
     total = scores @ np.ones(scores.shape[-1], dtype=scores.dtype)  # (..., rows): row sums, by BLAS (faster than .sum)
-    total[total == 0] = 1.0  # a fully masked row: output 0 / 1 = 0
-    np.matmul(scores, v, out=out)  # (..., rows, d_v)
-    np.divide(out, total[..., None], out=out)
+    total[total == 0] = 1.0
+    return total
 
 
 def _safe_exponent(dtype, seq_k):

@@ -179,10 +179,12 @@ def test_small_and_huge_scores_alike(full_path, dtype, scale):
     Small scores take the shortcut that skips the row maximum; huge ones must not.
     """
     Q, K, V = qkv((1, 2), 64, 64, 16, 4, dtype, seed=3, scale=scale)
-    expected_out, _ = full_path(Q, K, V)
-    out = blockwise_attention(Q, K, V, block_size=16, num_threads=1)
-    assert np.isfinite(out).all()
+    expected_out, expected_weights = full_path(Q, K, V)
+    out, out_w, weights = both_block_paths(Q, K, V, None, 16, 1)
+    assert np.isfinite(out).all() and np.isfinite(weights).all()
     assert_close(out, expected_out, dtype)
+    assert_close(out_w, expected_out, dtype)
+    assert_close(weights, expected_weights, dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -197,20 +199,21 @@ def test_huge_values_with_small_scores_do_not_overflow(full_path, dtype):
     assert_close(out, expected_out, dtype)
 
 
-def test_the_max_shortcut_is_taken_exactly_when_the_scores_are_provably_small(monkeypatch):
+@pytest.mark.parametrize("path", [blockwise_attention, attention_in_blocks])
+def test_the_max_shortcut_is_taken_exactly_when_the_scores_are_provably_small(monkeypatch, path):
     """A spy on the kernel: small inputs skip the row max, large ones keep it."""
     calls = []
-    kernel = blockwise._unnormalised_attention
+    kernel = blockwise._exponentials
 
-    def spy(scores, v, out, subtract_max=True):
+    def spy(scores, subtract_max=True):
         calls.append(subtract_max)
-        return kernel(scores, v, out, subtract_max)
+        return kernel(scores, subtract_max)
 
-    monkeypatch.setattr(blockwise, "_unnormalised_attention", spy)
+    monkeypatch.setattr(blockwise, "_exponentials", spy)
     for scale, expected in ((0.1, False), (30.0, True)):
         calls.clear()
         Q, K, V = qkv((1,), 32, 32, 16, 4, np.float32, seed=4, scale=scale)
-        blockwise_attention(Q, K, V, block_size=8, num_threads=1)
+        path(Q, K, V, block_size=8, num_threads=1)
         assert calls == [expected] * 4, (scale, calls)
 
 
