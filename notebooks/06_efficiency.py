@@ -254,15 +254,22 @@ show_source(attend)
 # 3. `exp(scores) @ v`, divided row by row by the sum of the exponentials.
 #
 # Step 3 divides after the product: the same numbers as normalising the weights first,
-# but `d_k` divisions per query instead of `seq_len`. Here is the kernel that runs on each
-# block:
+# but `d_k` divisions per query instead of `seq_len`. Here is the code that runs on each
+# block (with `need_weights=True` the scores are divided first, since the weights must be
+# returned):
 
 # %%
-show_source(blockwise._unnormalised_attention)
+show_source(blockwise._attend_block)
+
+# %% [markdown]
+# The exponentials are the softmax without its division:
+
+# %%
+show_source(blockwise._exponentials)
 
 # %% [markdown]
 # Subtracting the row maximum before `exp` is what makes a softmax safe from overflow
-# (notebook 1). It costs two passes over the block. The kernel skips them when it can
+# (notebook 1). It costs two passes over the block. The block code skips them when it can
 # *prove* they are unnecessary: by the Cauchy-Schwarz inequality no score can exceed the
 # length of the longest query times the length of the longest key, and when that bound is
 # small, `exp` can neither overflow nor lose precision. Because the factor $e^{-\max}$

@@ -329,3 +329,42 @@ def test_peak_memory_grows_linearly_not_quadratically():
 
     small, large = peak(1024), peak(2048)
     assert 1.6 < large / small < 2.4, (small, large)
+
+
+# --- matmul on the block threads ------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape", [(3, 5, 16), (2, 700, 64), (3000, 64), (1, 4096, 256)])
+def test_matmul_equals_the_at_operator(dtype, a_shape):
+    """Small products stay plain `a @ b`; large ones are split by rows over threads: same numbers."""
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal((a_shape[-1], 96)).astype(dtype)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    got = blockwise.matmul(a, b)
+    assert got.shape == a_shape[:-1] + (96,) and got.dtype == dtype
+    rtol = {np.float32: 1e-5, np.float64: 1e-12}[dtype]
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=rtol * np.abs(expected).max())
+
+
+def test_matmul_splits_large_products_over_the_threads(monkeypatch):
+    monkeypatch.setattr(blockwise, "_blas_threads", lambda: 3)
+    submitted = []
+    real_pool = blockwise._pool
+
+    class SpyPool:
+        def __init__(self, threads):
+            self.pool = real_pool(threads)
+
+        def submit(self, function, rows, b, out):
+            submitted.append(rows.shape[0])
+            return self.pool.submit(function, rows, b, out=out)
+
+    monkeypatch.setattr(blockwise, "_pool", SpyPool)
+    a = np.random.default_rng(11).standard_normal((1000, 128)).astype(np.float32)
+    b = np.random.default_rng(12).standard_normal((128, 64)).astype(np.float32)
+    monkeypatch.setattr(blockwise, "PARALLEL_MIN_MULTIPLY_ADDS", 1000)
+    got = blockwise.matmul(a, b)
+    assert sorted(submitted) == [333, 333, 334]
+    np.testing.assert_allclose(got, a @ b, rtol=1e-6, atol=1e-5)
