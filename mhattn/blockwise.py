@@ -31,10 +31,10 @@ hands inputs with many scores to it; small inputs gain nothing from blocks or th
 take the textbook route.
 """
 
+import concurrent.futures
 import contextlib
 import math
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -159,15 +159,16 @@ def _in_blocks(Q, K, V, mask, block_size, num_threads, need_weights):
                 # Values beyond ~1e19 (float32) overflowed exp(scores) @ v: redo the block the safe way.
                 _attend_block(*block, need_weights, subtract_max=True)
 
-    threads = min(threads, len(tasks))
+    threads = max(1, min(threads, len(tasks)))
     if threads == 1:
         worker(iter(tasks))
     else:
         shared = iter(tasks)  # next() on a list iterator is atomic under the GIL: each task is taken once
         with _one_blas_thread():
             futures = [_pool(threads).submit(worker, shared) for _ in range(threads)]
-            for future in futures:
-                future.result()  # re-raises a worker's exception here
+            concurrent.futures.wait(futures)  # every thread has finished before BLAS gets its threads back
+        for future in futures:
+            future.result()  # re-raises a worker's exception here
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], None if weights is None else weights[0]
     return output, weights
@@ -286,8 +287,9 @@ def matmul(a, b):
             _pool(threads).submit(np.matmul, rows[start:stop], b, out=out[start:stop])
             for start, stop in zip(bounds[:-1], bounds[1:], strict=True)
         ]
-        for future in futures:
-            future.result()
+        concurrent.futures.wait(futures)
+    for future in futures:
+        future.result()
     return out.reshape(a.shape[:-1] + (b.shape[-1],))
 
 
@@ -312,7 +314,9 @@ def _threads_for(num_threads, num_scores):
 def _pool(threads):
     with _pool_lock:
         if threads not in _pools:
-            _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="mhattn-block")
+            _pools[threads] = concurrent.futures.ThreadPoolExecutor(
+                max_workers=threads, thread_name_prefix="mhattn-block"
+            )
         return _pools[threads]
 
 

@@ -264,6 +264,25 @@ def test_blas_thread_count_is_restored_after_a_threaded_call():
     assert blas_threads() == before
 
 
+def test_an_error_in_a_thread_reaches_the_caller_and_blas_threads_come_back(monkeypatch):
+    def blas_threads():
+        return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+    before = blas_threads()
+    calls = []
+
+    def failing_block(*args, **kwargs):
+        calls.append(True)
+        if len(calls) == 3:
+            raise RuntimeError("block 3 failed")
+
+    monkeypatch.setattr(blockwise, "_attend_block", failing_block)
+    Q, K, V = qkv((4,), 64, 64, 8, 8, np.float32)
+    with pytest.raises(RuntimeError, match="block 3 failed"):
+        blockwise_attention(Q, K, V, block_size=8, num_threads=2)
+    assert blas_threads() == before
+
+
 @pytest.mark.parametrize("argument", ["block_size", "num_threads"])
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 def test_block_size_and_num_threads_must_be_positive_ints(argument, bad):
