@@ -476,6 +476,20 @@ print(check_exercise_3(permute_heads))
 
 # %% [markdown]
 # ---
-# Next: `05_embedding_shift.ipynb` looks at what the layer does to the token vectors
-# themselves. To change the seed, the number of heads or the mask and watch these heatmaps
-# change, open the interactive explorer, [explore.ipynb](explore.ipynb).
+# ## Try it yourself
+#
+# Every setting of this notebook in one widget: move `seq_len`, pick another number of heads
+# (only the counts that divide `d_model` are offered), switch the mask between none, causal and
+# padding, and watch the heatmaps and the readout of row sums redraw. The explorer draws its own
+# random tokens and weights from its seed, so its pictures differ from the ones above. (On GitHub
+# the widget does not render; open the notebook in JupyterLab or on Binder.)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from mhattn.widgets import explorer
+
+explorer(d_model=64, num_heads=4, seq_len=6, mask="causal")
+
+# %% [markdown]
+# Next: `05_embedding_shift.ipynb` looks at what the layer does to the token vectors themselves.
+# The explorer also runs on its own, as an app: `voila notebooks/explore.ipynb`.

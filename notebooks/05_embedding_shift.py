@@ -361,6 +361,19 @@ print(check_exercise_3(residual_cosine))
 
 # %% [markdown]
 # ---
-# To change the seed, the number of heads or the mask and watch this picture and the
-# heatmaps of notebook 04 change, open the interactive explorer,
-# [explore.ipynb](explore.ipynb).
+# ## Try it yourself
+#
+# The same picture, live: change `seq_len`, the number of heads, the mask or the seed, and watch
+# the arrows move next to the heatmaps of every head. The explorer draws its own random tokens
+# and weights from its seed, so its pictures differ from the ones above. (On GitHub the widget
+# does not render; open the notebook in JupyterLab or on Binder.)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from mhattn.widgets import explorer
+
+explorer(d_model=64, num_heads=4, seq_len=6)
+
+# %% [markdown]
+# Next: `06_efficiency.ipynb` measures what makes this code fast, and runs attention in memory that grows linearly with the sequence.
+# The explorer also runs on its own, as an app: `voila notebooks/explore.ipynb`.
