@@ -1,4 +1,4 @@
-"""Where does attention move each token? A 2-D view of inputs and outputs together."""
+"""Where does the layer move each token? A 2-D view of inputs and outputs together."""
 
 import numpy as np
 from sklearn.decomposition import PCA
@@ -10,8 +10,8 @@ def embedding_shift_2d(inputs, outputs):
     """Project input and output token vectors into one shared 2-D PCA plane.
 
     PCA is fitted on the inputs and outputs stacked together, so both live in the same
-    coordinates and the arrow from ``inputs_2d[i]`` to ``outputs_2d[i]`` shows how
-    attention moved token ``i``.
+    coordinates and the arrow from ``inputs_2d[i]`` to ``outputs_2d[i]`` shows where the
+    layer moved token ``i`` (attention and the linear maps together: notebook 05 separates them).
 
     Parameters
     ----------

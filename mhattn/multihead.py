@@ -15,7 +15,7 @@ class MultiHeadAttention:
 
         [Q \;|\; K \;|\; V] = x W_{qkv}, \qquad
         \text{head}_h = \operatorname{Attention}(Q_h, K_h, V_h), \qquad
-        \text{output} = [\text{head}_1 \;|\; \dots \;|\; \text{head}_H]\, W_o
+        \text{output} = [\text{head}_0 \;|\; \dots \;|\; \text{head}_{H-1}]\, W_o
 
     where :math:`Q_h` is columns :math:`h d_k` to :math:`(h+1) d_k - 1` of :math:`Q`.
     No biases: ``4 * d_model**2`` parameters in all.
