@@ -447,6 +447,13 @@ def softmax_solution(x, axis=-1, subtract="slice", keep_dtype=True, fixed_axis=F
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def softmax_from_scipy(x, axis=-1):
+    """Exercise 01-1 answered with SciPy: a right answer that calls a function named softmax."""
+    from scipy import special
+
+    return special.softmax(x, axis=axis)
+
+
 def logsumexp_solution(x, add_back=True, stable=True):
     x = np.asarray(x, dtype=np.float64)
     m = x.max() if stable else 0.0
@@ -467,6 +474,11 @@ def attention_solution(Q, K, V, mask=None, divisor=None, fill=-np.inf, axis=-1, 
 
 def left_padding_solution(lengths, seq_len, shift=0):
     return (np.arange(seq_len) >= seq_len - np.asarray(lengths)[:, None] + shift)[:, None, None, :]
+
+
+def left_padding_from_package(lengths, seq_len):
+    """Exercise 02-2 answered by reversing the package's right padding: right, and it calls padding_mask."""
+    return mhattn.padding_mask(np.asarray(lengths), seq_len)[..., ::-1]
 
 
 def split_solution(x, num_heads, transpose=True):
@@ -496,7 +508,7 @@ EXERCISES_01_03 = [
         "check_exercise_1",
         lambda ns: (
             ns["my_softmax"],
-            softmax_solution,
+            softmax_from_scipy,
             [
                 lambda x, axis=-1: softmax_solution(x, axis, subtract="none"),  # overflows
                 lambda x, axis=-1: softmax_solution(x, axis, subtract="all"),  # whole slices underflow
@@ -536,8 +548,8 @@ EXERCISES_01_03 = [
         "02_scaled_dot_product_attention",
         "check_exercise_2",
         lambda ns: (
-            ns["left_padding_mask"],
-            left_padding_solution,
+            ns["left_padding_mask"],  # the placeholder: right padding, a wrong answer the check must not test
+            left_padding_from_package,
             [
                 lambda lengths, seq_len: mhattn.padding_mask(np.asarray(lengths), seq_len),  # right padding
                 lambda lengths, seq_len: left_padding_solution(lengths, seq_len, shift=1),  # off by one
