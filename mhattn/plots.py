@@ -40,7 +40,7 @@ def _weights(name, weights, expected_ndim, layout):
     return weights
 
 
-def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", vmax=None, annotate=True):
+def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", vmax=1.0, annotate=True):
     """Draw one attention matrix as a heatmap: a row per query, a column per key.
 
     Parameters
@@ -54,9 +54,9 @@ def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", 
         Where to draw; a new 5 x 4.2 inch figure when None.
     title : str
         The Axes title.
-    vmax : float, optional
-        The weight drawn darkest. Default: the largest weight. Pass the same value to
-        several plots to compare them on one scale.
+    vmax : float or None, default 1.0
+        The weight drawn darkest. The default 1.0 is the largest weight there can be, so
+        plots of different weights share one scale; None uses the largest weight shown.
     annotate : bool, default True
         Write each weight in its cell (rounded to two decimals).
 
@@ -78,8 +78,8 @@ def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", 
     image = ax.imshow(weights, cmap=WEIGHTS_CMAP, vmin=0.0, vmax=vmax)
     ax.set_xticks(range(seq_k), key_labels)
     ax.set_yticks(range(seq_q), query_labels)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (attending)")
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
     ax.set_title(title)
     if annotate:
         for (i, j), value in np.ndenumerate(weights):
@@ -88,7 +88,7 @@ def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", 
     return image
 
 
-def plot_heads(weights, tokens=None, *, title=None, vmax=None, annotate=True, figsize=None):
+def plot_heads(weights, tokens=None, *, title=None, vmax=1.0, annotate=True, figsize=None):
     """Draw every head's attention weights side by side, on one shared colour scale.
 
     Parameters
@@ -100,9 +100,10 @@ def plot_heads(weights, tokens=None, *, title=None, vmax=None, annotate=True, fi
         Labels of the positions, or None for ``0, 1, ...``.
     title : str, optional
         Title above all panels.
-    vmax : float, optional
-        The weight drawn darkest in every panel. Default: the largest weight of all heads,
-        so the panels are comparable with each other.
+    vmax : float or None, default 1.0
+        The weight drawn darkest in every panel: by default 1.0, the largest possible
+        weight, so the panels (and separate figures) are comparable with each other. None
+        uses the largest weight of all heads.
     annotate : bool, default True
         Write each weight in its cell.
     figsize : (float, float), optional

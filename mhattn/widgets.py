@@ -2,7 +2,7 @@
 
 :func:`explorer` returns one ipywidgets widget: controls for ``seq_len``, ``d_model``,
 ``num_heads``, the random seed and the mask, a one-line readout, and a picture with one
-heatmap of attention weights per head next to a 2-D view of how attention moved each token.
+heatmap of attention weights per head next to a 2-D view of where the layer moved each token.
 
 The picture is a single matplotlib :class:`~matplotlib.figure.Figure` kept for the widget's
 whole life (never registered with pyplot, so nothing accumulates in ``plt``). A change of
@@ -344,19 +344,19 @@ class Explorer(widgets.VBox):
                                                    _PCA_BOX[3] - _PCA_BOX[1]))
         ax.set_xticks([])  # principal-component coordinates have no meaning of their own
         ax.set_yticks([])
-        ax.set_xlabel("principal component 1", fontsize=8)
-        ax.set_ylabel("principal component 2", fontsize=8, labelpad=2)
+        ax.set_xlabel("principal component 1", fontsize=9)
+        ax.set_ylabel("principal component 2", fontsize=9, labelpad=2)
         empty = np.zeros((0, 2))
         self.pca_inputs = ax.scatter(empty[:, 0], empty[:, 1], s=42, facecolors="white", edgecolors=_INPUT_COLOR,
-                                     linewidths=1.3, zorder=3, animated=True, label="input (before attention)")
+                                     linewidths=1.3, zorder=3, animated=True, label="input (before the layer)")
         self.pca_outputs = ax.scatter(empty[:, 0], empty[:, 1], s=30, color=_INPUT_COLOR, zorder=4, animated=True,
-                                      label="output (after attention)")
+                                      label="output (after the layer)")
         self.pca_arrows = None
-        self._pca_labels = [ax.text(0, 0, str(i), fontsize=7, ha="center", va="center", visible=False,
+        self._pca_labels = [ax.text(0, 0, str(i), fontsize=8.5, ha="center", va="center", visible=False,
                                     animated=True, zorder=5) for i in range(MAX_SEQ_LEN)]
         self._pca_title = ax.text(0.5, 1.02, "", transform=ax.transAxes, ha="center", va="bottom", fontsize=9,
                                   animated=True)
-        ax.legend(loc="upper left", fontsize=7, framealpha=0.85, handletextpad=0.3, borderpad=0.4)
+        ax.legend(loc="upper left", fontsize=8.5, framealpha=0.85, handletextpad=0.3, borderpad=0.4)
 
     def _update_pca_panel(self, seq_len):
         ax, start, end = self.pca_axes, self.inputs_2d, self.outputs_2d  # (seq_len, 2) each
@@ -370,20 +370,21 @@ class Explorer(widgets.VBox):
             self.pca_arrows.remove()  # a Quiver cannot change its number of arrows: make a new one
         delta = end - start
         self.pca_arrows = ax.quiver(start[:, 0], start[:, 1], delta[:, 0], delta[:, 1], color=colors,
-                                    angles="xy", scale_units="xy", scale=1, width=0.004, headwidth=4,
-                                    headlength=5, alpha=0.75, zorder=2, animated=True)
+                                    angles="xy", scale_units="xy", scale=1, width=0.006, headwidth=4.5,
+                                    headlength=6, headaxislength=5.5, alpha=0.8, zorder=2, animated=True)
         points = np.vstack([start, end])  # (2 * seq_len, 2)
         low, high = points.min(axis=0), points.max(axis=0)
         margin = 0.08 * (high - low).max() + 1e-9
         ax.set_xlim(low[0] - margin, high[0] + margin)
         ax.set_ylim(low[1] - margin, high[1] + 2.5 * margin)  # room for the legend
+        every = 1 if seq_len <= 16 else 4  # beyond 16 tokens the numbers would overlap: label every 4th
         for i, label in enumerate(self._pca_labels):  # the position number, just past each output
-            label.set_visible(i < seq_len)
+            label.set_visible(i < seq_len and i % every == 0)
             if i < seq_len:
                 direction = delta[i] / (np.linalg.norm(delta[i]) + 1e-12)
                 label.set_position(end[i] + 0.55 * margin * direction)
                 label.set_color(colors[i])
-        self._pca_title.set_text(f"how attention moved each token\n"
+        self._pca_title.set_text(f"where the layer moved each token\n"
                                  f"(PCA of inputs + outputs: {100 * self.explained.sum():.0f}% of variance)")
 
     # -- text -------------------------------------------------------------------------
@@ -408,8 +409,8 @@ class Explorer(widgets.VBox):
     def _explanation_html(self, seq_len):
         mask = self.mask.value
         if mask == "none":
-            text = ("Every query may look at every key, so each row of a heatmap is a full probability "
-                    "distribution over all positions. The heads share the input but each has its own slice of "
+            text = ("Every query may look at every key, so each row of a heatmap shares out a total weight of 1 "
+                    "among all positions. The heads share the input but each has its own slice of "
                     "W_qkv, so they put their weight in different places.")
         elif mask == "causal":
             text = ("The causal mask lets query i see keys 0 to i only: everything above the diagonal is grey, and "

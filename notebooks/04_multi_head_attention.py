@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -15,11 +16,11 @@
 # %% [markdown]
 # # 4. Multi-head attention: the whole module
 #
-# One attention head gives every query a single probability distribution over the keys,
-# and so a single weighted average of the values. This notebook puts several heads side
+# One attention head gives every query a single set of weights over the keys (non-negative,
+# adding up to 1), and so a single weighted average of the values. This notebook puts several heads side
 # by side and wraps them into the module that every Transformer layer contains.
 #
-# **What you will learn**
+# **In this notebook you will learn**
 #
 # - why a layer runs several narrow heads instead of one wide one, and what each head sees;
 # - how `MultiHeadAttention` turns a `(batch, seq_len, d_model)` input into an output of
@@ -77,7 +78,9 @@ FIGURES.mkdir(exist_ok=True)
 # %% [markdown]
 # ## 2. The module
 #
-# Here is the package's `forward`, the code that runs when you call the module. Four
+# Here is the package's `forward`, the code that runs when you call the module. Its first
+# lines only prepare: they check the input and the mask, and fetch the two weight matrices
+# cast to the dtype of `x` (cached, so the cast happens once per dtype). Then come four
 # steps: one matrix product makes all queries, keys and values; `split_heads` gives
 # each head its slice; attention runs for all heads at once, because the head axis is
 # just another leading axis for the matrix products; `combine_heads` and `W_o` bring
@@ -89,9 +92,12 @@ FIGURES.mkdir(exist_ok=True)
 show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
-# The weights are made in `__init__`: standard normal numbers scaled by
-# $\sqrt{2 / d_\text{model}}$, from a seeded generator, so the same `seed` gives the same
-# layer on every machine.
+# The weights are made in `__init__`: standard normal numbers from a seeded generator (the
+# same `seed` gives the same layer on every machine), multiplied by
+# $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a ReLU,
+# which throws away half of the variance. There is no ReLU here, so each entry of `x @ W_qkv`
+# sums `d_model` products of variance $2 / d_\text{model}$ and ends up with about **twice**
+# the variance of the input. Section 6 shows what that does to the attention weights.
 
 # %%
 show_source(MultiHeadAttention.__init__)
@@ -129,8 +135,9 @@ module_output, module_weights = mha(x)
 print("\nsame as mha(x):", np.allclose(output, module_output) and np.allclose(weights, module_weights))
 
 # %% [markdown]
-# The output has the shape of the input. That is what lets a Transformer add it back to
-# its input (a residual connection) and stack the same layer many times.
+# What comes out is again one `d_model`-wide vector per token, exactly like what went in.
+# So the layer can be applied to its own output, a Transformer can stack dozens of them,
+# and `x + mha(x)[0]` is a valid sum (notebook 05 comes back to that sum).
 
 # %% [markdown]
 # ## 3. One fused matrix is three projections
@@ -190,9 +197,9 @@ for num_heads in [1, 2, 4, 8, 16, 64]:
 # %% [markdown]
 # ## 5. A worked example
 #
-# Now the standard example of this chapter: one sequence of 6 tokens, `d_model = 64`,
-# 4 heads, the input drawn from NumPy's global generator seeded with 123, and the
-# layer's own weights from its default `seed=42`.
+# The example the rest of the chapter keeps coming back to: a batch holding one sequence
+# of 6 tokens, `d_model = 64`, 4 heads. The tokens come from NumPy's global generator
+# seeded with 123; the layer makes its own weights from its default `seed=42`.
 
 # %%
 batch, seq_len, d_model, num_heads = 1, 6, 64, 4
@@ -210,8 +217,8 @@ print(f"number of heads:         {mha.num_heads}")
 
 # %% [markdown]
 # `weights` holds one `6 x 6` matrix per head: row `i` of head `h` says how query `i`
-# spreads its attention over the 6 keys. Every row is a probability distribution, in
-# every head, so every row sum is 1:
+# shares out its attention among the 6 keys. The softmax makes those shares non-negative
+# and makes them add up to exactly 1, in each head separately. Adding up each row checks it:
 
 # %%
 print("sum over the keys, one row per head, one column per query:")
@@ -222,11 +229,12 @@ assert np.allclose(weights.sum(axis=-1), 1.0)
 # ## 6. Every head at a glance
 #
 # Each panel below is one head: a row per query, a column per key, darker for more
-# weight. All panels share one colour scale, so a dark cell means the same in each.
+# weight. All panels share one colour scale from 0 to 1, so a dark cell means the same in
+# each.
 
 # %%
 fig = plot_heads(weights[0], title="Attention weights of the worked example, per head (untrained layer)")
-fig.savefig(FIGURES / "04_attention_heads.png", dpi=100)
+fig.savefig(FIGURES / "04_attention_heads.png", dpi=100, metadata={"Software": None})
 
 # %% [markdown]
 # How to read it, honestly:
@@ -245,13 +253,22 @@ fig.savefig(FIGURES / "04_attention_heads.png", dpi=100)
 #   $d_\text{model}$ such products and has variance 2; a score sums $d_k$ products of
 #   two such entries, variance $4 d_k$, and dividing by $\sqrt{d_k}$ leaves variance 4:
 #   a standard deviation of about 2, as the next cell checks. A softmax over six numbers
-#   that far apart is dominated by the largest.
+#   that far apart is dominated by the largest. So the peaking comes from the
+#   $\sqrt{2 / d_\text{model}}$ initialisation, not from attention itself: a smaller scale,
+#   such as the Xavier initialisation PyTorch's `nn.MultiheadAttention` uses by default,
+#   gives flatter rows (the last line of the cell).
 
 # %%
 Q, K, V = np.split(x @ mha.W_qkv, 3, axis=-1)
 scores = split_heads(Q, num_heads) @ np.swapaxes(split_heads(K, num_heads), -1, -2) / np.sqrt(mha.d_k)
 print(f"standard deviation of the scaled scores: {scores.std():.2f}")
 print(f"mean of each row's largest weight:       {weights.max(axis=-1).mean():.2f}   (uniform would be {1 / seq_len:.2f})")
+
+# The same random numbers rescaled to Xavier's standard deviation sqrt(2 / (fan_in + fan_out)),
+# with fan_in = d_model and fan_out = 3 * d_model for PyTorch's (3 * d_model, d_model) in_proj_weight.
+xavier = MultiHeadAttention(d_model, num_heads)
+xavier.W_qkv = mha.W_qkv * np.sqrt(2 / (d_model + 3 * d_model)) / np.sqrt(2 / d_model)
+print(f"the same with Xavier's smaller scale:    {xavier(x)[1].max(axis=-1).mean():.2f}")
 
 # %% [markdown]
 # ## 7. Three bugs with the right shapes
@@ -299,8 +316,10 @@ print("  split, then project (bug):    ", heads_that_changed(buggy_before, buggy
 #
 # ### Bug 2: reading `W_qkv` in the wrong layout
 #
-# Our `W_qkv` is laid out `[all queries | all keys | all values]`, as PyTorch's
-# `in_proj_weight` is; head `h` finds its query columns in the first third. Other code
+# Our `W_qkv` is laid out `[all queries | all keys | all values]`: head `h` finds its query
+# columns in the first third. PyTorch's `in_proj_weight` uses the same order, but transposed:
+# it has shape `(3 * d_model, d_model)` and is applied as `x @ in_proj_weight.T`, so its
+# *rows* come in that order, and `W_qkv` is its transpose. Other code
 # stores the same numbers per head, `[q_0 k_0 v_0 | q_1 k_1 v_1 | ...]`. The layout is a
 # convention between the code that writes the matrix and the code that reads it, and
 # reading ours as if it were per head raises no error: every slice has the right width.
@@ -379,8 +398,10 @@ print("  without W_o (bug):    ", features_that_changed(output_without_W_o(x, mh
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise has a cell to fill in and a cell that checks your answer. Until you answer,
-# the check only says so, and the notebook still runs from top to bottom.
+# Each exercise has a cell to fill in and a cell that checks your answer. Unlike notebooks
+# 01 to 03, where the cell to fill in starts as a placeholder that calls the package, here
+# it starts as `None` (or a function that returns `None`): until you answer, the check only
+# says "not answered yet", and the notebook still runs from top to bottom.
 #
 # **Exercise 1: a causal layer.** Set `causal` to a mask for the worked example (6 tokens)
 # under which no token can see a later one. (True means "may attend".)
@@ -491,5 +512,6 @@ from mhattn.widgets import explorer
 explorer(d_model=64, num_heads=4, seq_len=6, mask="causal")
 
 # %% [markdown]
-# Next: `05_embedding_shift.ipynb` looks at what the layer does to the token vectors themselves.
-# The explorer also runs on its own, as an app: `voila notebooks/explore.ipynb`.
+# Next: [05_embedding_shift.ipynb](05_embedding_shift.ipynb) looks at what the layer does to
+# the token vectors themselves. The explorer also runs on its own, as an app
+# ([explore.ipynb](explore.ipynb)): `voila notebooks/explore.ipynb`.

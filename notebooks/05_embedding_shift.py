@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -15,11 +16,11 @@
 # %% [markdown]
 # # 5. What the layer does to each token: a 2-D picture
 #
-# Notebook 04 looked at the attention *weights*. This one looks at the token *vectors*:
+# [Notebook 04](04_multi_head_attention.ipynb) looked at the attention *weights*. This one looks at the token *vectors*:
 # each position goes into the layer as a 64-dimensional vector and comes out as another.
 # We draw both in one plane and then ask, honestly, how much of what we see is attention.
 #
-# **What you will learn**
+# **In this notebook you will learn**
 #
 # - how to draw 64-dimensional vectors in 2-D with PCA, and why inputs and outputs must
 #   share one PCA;
@@ -94,12 +95,14 @@ print("same as scikit-learn up to each axis's sign:", np.allclose(ours_2d, sklea
 # %% [markdown]
 # ## 3. The picture
 #
-# Hollow circles are inputs, filled circles outputs, one colour per position, and an arrow
-# goes from each position's input to its output.
+# Each position gets its own colour. Its empty ring marks the vector that enters the layer,
+# its solid dot the vector that leaves it, and the arrow points from the first to the second.
+# Don't read much into the arrows yet: section 5 measures how much of their length is just
+# the layer's linear map.
 
 # %%
 ax = plot_embedding_shift(inputs_2d, outputs_2d, explained, title="Inputs and outputs of an untrained layer, one PCA")
-ax.figure.savefig(FIGURES / "embedding_shift_pca.png", dpi=100)
+ax.figure.savefig(FIGURES / "embedding_shift_pca.png", dpi=100, metadata={"Software": None})
 
 # %%
 print(f"explained variance: component 1 {explained[0]:.1%}, component 2 {explained[1]:.1%}")
@@ -147,7 +150,7 @@ print("cosine(input, output) per position:", cosine(inputs, outputs))
 
 # %% [markdown]
 # All close to zero: each output points in a direction almost unrelated to its input.
-# Most of every arrow in the picture is the random linear map, not attention.
+# Is that attention's doing, or the random linear maps'?
 #
 # To separate the two, we compute two baselines with the same layer:
 #
@@ -168,13 +171,32 @@ mean_input = np.broadcast_to(x.mean(axis=1, keepdims=True), x.shape)  # every to
 all_mixed, _ = mha(mean_input)
 print("every token gets the same output:", np.allclose(all_mixed, all_mixed[:, :1]))
 print("it is the mean of the projections:", np.allclose(all_mixed[0, 0], projection_only[0].mean(axis=0)))
+print("cosine(input, projection only) per position:", cosine(inputs, projection_only[0]))
 
 # %% [markdown]
-# Attention moves each token somewhere between these two extremes: from its own projection
-# (no mixing) toward the common point (complete mixing). One number shows how far: the
-# spread of a set of vectors, their mean distance to their centre.
+# The linear map alone already turns every input into a nearly unrelated vector (the last
+# line). What does the mixing add? Not a slide along the straight line from a token's own
+# projection to the common point. In each head, a token's output is a weighted average of
+# *all* tokens' values, with that head's own weights, and `W_o` adds the heads up. With a
+# single head the output would be a weighted average of the projection-only points, inside
+# the region they enclose (their convex hull), pulled toward the tokens with most weight;
+# with four heads it is a sum of four such averages, each with different weights.
+#
+# Averaging still pulls toward the middle. The next cell measures each token's distance to
+# the centre of the projections (the complete-mixing point) before and after the mixing,
+# then one number for a whole set of vectors, its spread: their mean distance to their
+# own centre.
 
 # %%
+centre = projection_only[0].mean(axis=0)  # (d_model,): the complete-mixing point
+before = np.linalg.norm(projection_only[0] - centre, axis=1)
+after = np.linalg.norm(outputs - centre, axis=1)
+print("distance to the centre, projection only:", before)
+print("distance to the centre, output:         ", after)
+print("every token ends closer to the centre:", (after < before).all())
+print()
+
+
 def spread(vectors):
     return np.linalg.norm(vectors - vectors.mean(axis=0), axis=-1).mean()
 
@@ -182,15 +204,16 @@ def spread(vectors):
 for name, vectors in [
     ("inputs", inputs),
     ("projection only (no mixing)", projection_only[0]),
-    ("outputs (attention)", outputs),
+    ("outputs (with mixing)", outputs),
     ("mean input (complete mixing)", all_mixed[0]),
 ]:
     print(f"spread of {name:<30} {spread(vectors):6.2f}")
 
 # %% [markdown]
-# The linear map alone doubles the spread of the inputs (its random weights have a gain of
-# about 2). Attention then pulls the tokens' projections together again and halves the
-# spread. That pull is the part of the picture that is attention.
+# For this seed every token ends closer to the centre than its own projection, some much
+# closer, some (pos 3, which starts near the centre) only a little. The linear map alone
+# doubles the spread of the inputs (its random weights have a gain of about 2); the mixing
+# then roughly halves it again. That pull is the part of the picture that is attention.
 #
 # The two panels below draw each step in its own shared PCA plane. Left: input to
 # projection only, the linear map with no attention. Right: projection only to the real
@@ -217,24 +240,42 @@ plot_embedding_shift(
 )
 ax_mix.scatter(*start_2d.mean(axis=0), marker="*", s=300, color="black", zorder=4, label="complete mixing")
 ax_mix.legend(handles=ax_mix.get_legend().legend_handles + [ax_mix.collections[-1]], loc="best")
+fig.savefig(FIGURES / "05_map_and_mixing.png", dpi=100, metadata={"Software": None})
 plt.show()
 
 # %% [markdown]
 # (The star sits at the mean of the hollow circles: a PCA projection is a shift followed by
 # a linear map, so the projection of a mean is the mean of the projections.)
 #
+# The two panels use two different planes, so their arrows cannot be compared by eye.
+# Compare the lengths in 64-D instead: how far the linear map alone moves each token, and how
+# far the whole layer moves it.
+
+# %%
+moved_by_map = np.linalg.norm(projection_only[0] - inputs, axis=1)
+moved_by_layer = np.linalg.norm(outputs - inputs, axis=1)
+print("position                        ", np.arange(seq_len))
+print("input -> projection only (64-D) ", moved_by_map)
+print("input -> output (64-D)          ", moved_by_layer)
+print(f"mean: linear map alone {moved_by_map.mean():.2f}, whole layer {moved_by_layer.mean():.2f}")
+print("positions the map alone moves further:", np.flatnonzero(moved_by_map > moved_by_layer))
+
+# %% [markdown]
 # **An honest reading of these pictures.**
 #
 # - Nothing here is about meaning. The input is random numbers and the weights are
 #   untrained, so which token ends up near which is an accident of two seeds. In a trained
 #   model the same picture can show tokens gathering information from related words; this
 #   one cannot.
-# - The long arrows of the first picture are mostly the random linear map: the outputs are
-#   nearly orthogonal to the inputs, and the linear map alone (left panel) moves every token
-#   even further than the whole layer does.
+# - The long arrows of the first picture come mostly from the random linear map: the map
+#   alone already sends each input to a nearly orthogonal vector, and on average it moves a
+#   token further than the whole layer does (about 18 against 13 in 64-D). That holds for
+#   every token but pos 3, where the two distances are almost equal.
 # - What attention does is visible on the right: the arrows run from each token's own
-#   projection into the middle of the cloud, toward the "complete mixing" star, without
-#   reaching it (pos 3, which starts next to the star, has little room to move). Averaging
+#   projection into the middle of the cloud, without reaching the "complete mixing" star
+#   and not always straight at it (pos 0 passes beside it): each output is a sum of the
+#   heads' weighted averages, not a point on the line to the star. Still, in 64-D every
+#   token ends closer to the centre (pos 3, which starts nearest, only a little). Averaging
 #   pulls tokens together; the weights decide how far, and toward whom.
 # - Each plane keeps well under two thirds of the variance; read distances as hints, not
 #   measurements.
@@ -267,18 +308,22 @@ print(np.abs(input_axes @ output_axes.T))
 #   fits give unrelated axes.
 # - The picture keeps about 40% of the variance here: a sketch, not a map.
 # - Without a residual connection and with random weights, the outputs are nearly
-#   orthogonal to the inputs; most of each input-to-output arrow is the linear map
-#   $W_v W_o$, not attention.
-# - Attention's own effect is mixing: it pulls each token's projection toward a weighted
-#   average of all tokens' projections. Two baselines make it visible: the identity mask
+#   orthogonal to the inputs; the long input-to-output arrows come mostly from the linear
+#   map $W_v W_o$ (alone, it moves the tokens further on average than the whole layer),
+#   not from attention.
+# - Attention's own effect is mixing: in each head, a token's output is a weighted average
+#   of all tokens' values, so the outputs crowd together (here every token ends closer to
+#   the centre than its own projection). Two baselines make it visible: the identity mask
 #   (no mixing) and the mean input vector (complete mixing).
 # - An untrained layer shows the mechanics, never meaning.
 
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise has a cell to fill in and a cell that checks your answer. Until you answer,
-# the check only says so, and the notebook still runs from top to bottom.
+# Each exercise has a cell to fill in and a cell that checks your answer. As in notebook 04,
+# the cell to fill in starts as `None` (or a function that returns `None`): until you
+# answer, the check only says "not answered yet", and the notebook still runs from top to
+# bottom.
 #
 # **Exercise 1: how many components?** How many principal components of the 12 stacked
 # vectors are needed to keep at least 90% of their variance? (Fit a `PCA` without
@@ -375,5 +420,6 @@ from mhattn.widgets import explorer
 explorer(d_model=64, num_heads=4, seq_len=6)
 
 # %% [markdown]
-# Next: `06_efficiency.ipynb` measures what makes this code fast, and runs attention in memory that grows linearly with the sequence.
-# The explorer also runs on its own, as an app: `voila notebooks/explore.ipynb`.
+# Next: [06_efficiency.ipynb](06_efficiency.ipynb) measures what makes this code fast, and
+# runs attention in memory that grows linearly with the sequence. The explorer also runs on
+# its own, as an app ([explore.ipynb](explore.ipynb)): `voila notebooks/explore.ipynb`.

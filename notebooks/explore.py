@@ -1,6 +1,7 @@
 # ---
 # jupyter:
 #   jupytext:
+#     formats: ipynb,py:percent
 #     text_representation:
 #       extension: .py
 #       format_name: percent
@@ -18,18 +19,21 @@
 # One `MultiHeadAttention` layer from `mhattn`, with random weights, applied to a batch of
 # two sequences of random token vectors. Change a setting and everything below redraws:
 #
-# - **left:** the attention weights of the second sequence, one heatmap per head. Row *i* is
-#   query *i*, column *j* is key *j*; a darker cell means query *i* takes more of value *j*.
+# - **left:** the attention weights of the second sequence (the one the padding mask
+#   shortens), one heatmap per head, numbered from head 0. Row *i* is query *i*, column *j*
+#   is key *j*; a darker cell means query *i* takes more of value *j*.
 #   Every panel uses the same colour scale, 0 to 1, so the heads can be compared.
 #   Grey cells are masked: their weight is exactly zero. With the padding mask, a dashed line
 #   separates the real queries from the padding ones below it.
-# - **right:** every token before attention (hollow circle) and after (filled circle), in
-#   one 2-D PCA plane fitted to both, with an arrow from each token's input to its output.
-# - **the readout:** the settings, the width of one head `d_k = d_model / num_heads`, and
+# - **right:** every token of that sequence before the layer (hollow circle) and after it
+#   (filled circle), in one 2-D PCA plane fitted to both, with an arrow from each token's
+#   input to its output. The arrow is the whole layer's doing, its linear maps included, not
+#   attention's alone ([notebook 05](05_embedding_shift.ipynb) takes it apart).
+# - **the readout:** the settings, the width of one head `d_k = d_model // num_heads`, and
 #   the sum of each query's weights (its row of a heatmap).
 #
-# `num_heads` only offers head counts that divide `d_model`, because each head gets an equal
-# slice of the model's width.
+# `num_heads` only offers the divisors of `d_model`, up to 8, because each head gets an
+# equal slice of the model's width (and more than 8 panels would be too small to read).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -45,7 +49,7 @@ explorer()
 # 2. **More keys, paler rows.** Move `seq_len` from 4 to 32 with no mask. Why do the
 #    heatmaps get paler, even though each row still sums to 1?
 # 3. **Causal.** Choose the causal mask and note row 3 of head 0. Now increase `seq_len`.
-#    Which rows change, and why can't the others?
+#    Do the rows that were already shown change? Why not?
 # 4. **Padding.** Choose the padding mask. The second sequence has only its first half as
 #    real tokens. Which columns turn grey? The padding *queries* (the bottom rows) still sum
 #    to 1: why is that harmless in a real model?
@@ -54,5 +58,7 @@ explorer()
 # 6. **Seeds.** Change the seed a few times. Do the heads of one layer look alike or
 #    different? Nothing here is trained: what you see is what random projections do.
 #
-# The code of every piece is in the chapter: notebook 02 (masks), 03 (heads),
-# 04 (the layer) and 05 (the PCA picture).
+# The code of every piece is in the chapter: [notebook 02](02_scaled_dot_product_attention.ipynb)
+# (masks), [notebook 03](03_splitting_heads.ipynb) (heads),
+# [notebook 04](04_multi_head_attention.ipynb) (the layer) and
+# [notebook 05](05_embedding_shift.ipynb) (the PCA picture).

@@ -44,19 +44,21 @@ def test_plot_heads_draws_every_heads_weights_unchanged_in_order():
         np.testing.assert_array_equal(ax.images[0].get_array(), weights[h])
 
 
-def test_plot_heads_shares_one_colour_scale_and_one_colour_bar():
+def test_plot_heads_shares_one_colour_scale_from_0_to_1_and_one_colour_bar():
     weights = random_weights(num_heads=4)
     fig = plot_heads(weights)
     limits = {ax.images[0].get_clim() for ax in heatmaps(fig)}
-    assert limits == {(0.0, weights.max())}
+    assert limits == {(0.0, 1.0)}
     colour_bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert len(colour_bars) == 1
     assert colour_bars[0].get_ylabel() == "attention weight"
 
 
 def test_plot_heads_vmax_sets_the_darkest_weight_of_every_panel():
-    fig = plot_heads(random_weights(), vmax=1.0)
-    assert {ax.images[0].get_clim() for ax in heatmaps(fig)} == {(0.0, 1.0)}
+    weights = random_weights()
+    assert {ax.images[0].get_clim() for ax in heatmaps(plot_heads(weights, vmax=0.5))} == {(0.0, 0.5)}
+    largest = {ax.images[0].get_clim() for ax in heatmaps(plot_heads(weights, vmax=None))}
+    assert largest == {(0.0, weights.max())}
 
 
 def test_plot_heads_labels_axes_and_ticks_with_tokens():
@@ -64,10 +66,10 @@ def test_plot_heads_labels_axes_and_ticks_with_tokens():
     fig = plot_heads(random_weights(num_heads=2, seq_q=5, seq_k=5), tokens, title="Two heads")
     assert fig._suptitle.get_text() == "Two heads"
     for ax in heatmaps(fig):
-        assert ax.get_xlabel() == "key (attended to)"
+        assert ax.get_xlabel() == "key position"
         assert [t.get_text() for t in ax.get_xticklabels()] == tokens
         assert [t.get_text() for t in ax.get_yticklabels()] == tokens
-    assert heatmaps(fig)[0].get_ylabel() == "query (attending)"
+    assert heatmaps(fig)[0].get_ylabel() == "query position"
 
 
 def test_plot_heads_writes_each_weight_in_its_cell():
