@@ -101,9 +101,8 @@ print(naive_softmax(np.array([3.0, 1.0, -0.5, -1.5])))  # fine on small scores
 # so $e^{x}$ is `inf` for any $x > 709.78$; in float32, the precision models usually run in,
 # the limit is $x > 88.7$. Scores that large do occur: in the next notebook, unscaled dot
 # products of random 1024-wide vectors have a standard deviation of 32, so scores of ±100
-# are routine. Then the naive softmax divides
-# `inf` by `inf`, which is `nan`. At the other end, very negative scores all underflow to
-# zero and we divide `0` by `0`, again `nan`.
+# are routine. Then the naive softmax divides `inf` by `inf`, which is `nan`. At the other
+# end, very negative scores all underflow to zero and we divide `0` by `0`, again `nan`.
 #
 # NumPy warns about each of these with a `RuntimeWarning`; we silence the warnings on
 # purpose here (`np.errstate`) so that only the broken results are printed.
@@ -244,8 +243,8 @@ plt.show()
 # follows every key's weight as $\beta$ grows a hundredfold each way (the dotted lines
 # mark the three values on the left). Attention wants to live in the middle of the right
 # panel, where the weights are decisive but still respond to every score. Notebook 02 shows
-# that dot products of wide vectors push the scores far to the right unless we divide them
-# by $\sqrt{d_k}$.
+# that dot products of wide vectors act like a large $\beta$, pushing the weights far to
+# the right of this panel, unless we divide them by $\sqrt{d_k}$.
 #
 # ## Summary
 #

@@ -95,8 +95,9 @@ print("output (one row per query):\n", output)
 # The first query puts over 99 % of its weight on key 2 and answers almost exactly `V[2]`.
 # The second splits almost all of its weight between keys 0 and 1 (0.482 each) and answers
 # almost the average of their values, `[0.5, 0.5]`; the small weights on keys 2 and 3
-# (0.018 each) add the rest, which is why it reads `[0.5, 0.537]`. The third scores every key the same, so it gets the plain mean of all four
-# values, `[0.5, 1]`.
+# (0.018 each) add the rest, which is why it reads `[0.5, 0.537]`. The third scores every
+# key the same, so it gets the plain mean of all four values, `[0.5, 1]`.
+#
 # Attention is a *soft* lookup: it blends, and the blend changes smoothly with the query.
 #
 # ## The code
@@ -213,10 +214,10 @@ for width in (64, 1024):
 # ## Common bug: dividing by $\sqrt{d_\text{model}}$
 #
 # In multi-head attention (notebook 03) the model width `d_model` is cut into `num_heads`
-# heads of width `d_k = d_model // num_heads`, and each head's
-# dot products run over its own $d_k$ entries only. Dividing by $\sqrt{d_\text{model}}$
-# shrinks the scores by an extra factor $\sqrt{\text{num\_heads}}$, and the weights drift
-# towards uniform. Like the others in this chapter, this bug raises no error.
+# heads of width `d_k = d_model // num_heads`, and each head's dot products run over its
+# own `d_k` entries only. Dividing by $\sqrt{d_\text{model}}$ shrinks the scores by an
+# extra factor $\sqrt{\text{num\_heads}}$, and the weights drift towards uniform. Like
+# the others in this chapter, this bug raises no error.
 
 # %%
 d_model, num_heads = 512, 8
@@ -316,7 +317,7 @@ print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
 # Sometimes a whole row of the mask is False. With *left* padding (common when a batch of
 # prompts is fed to a language model) the fillers come first. Add a causal mask and every
 # filler query may only look at itself and the positions before it, all of which are
-# fillers, so every filler's row is empty. What should its weights be?
+# fillers, so every filler's row is empty. What should their weights be?
 #
 # Implementations fill masked scores with one of two values, and both go wrong on such a
 # row. Here they are, written out for the demonstration (this is not package code), next
@@ -393,10 +394,10 @@ plt.show()
 # Without a mask, the diagonal stands out: with `Q = K = V` and no learned projections,
 # each token's best match is usually itself. A token's score with itself is its squared
 # length, $q \cdot q = |q|^2$; another key beats that only if it is both longer and
-# pointing in nearly the same direction, which is rare for random vectors. The causal mask removes the upper triangle and each
-# row renormalises over what is left. The padding removes two columns; the two padding
-# queries (rows 4 and 5) still attend, to real tokens only, and their outputs are ignored
-# downstream.
+# pointing in nearly the same direction, which is rare for random vectors. The causal mask
+# removes the upper triangle and each row renormalises over what is left. The padding
+# removes two columns; the two padding queries (rows 4 and 5) still attend, to real tokens
+# only, and their outputs are ignored downstream.
 #
 # ## Summary
 #

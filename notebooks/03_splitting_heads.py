@@ -127,8 +127,8 @@ print("combine_heads(split_heads(x)) == x exactly:", np.array_equal(combine_head
 #
 # To draw the split, we run `split_heads` on two arrays shaped like `x`: one holding each
 # entry's token index, one holding its column index. Colour shows the token an entry
-# came from, the number shows its column in `x`. We will draw the same picture for the buggy
-# version below, so the drawing lives in a small function.
+# came from, the number shows its column in `x`. We will draw the same picture for the
+# buggy version below, so the drawing lives in a small function.
 
 # %%
 seq_len, d_model, num_heads = 4, 8, 2
