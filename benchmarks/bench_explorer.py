@@ -93,14 +93,17 @@ def main():
 
     assert ex.seq_len.value == 32 and ex.num_heads.value == 8 and len(ex.head_images) == 8
     size = f"{FIGSIZE[0] * DPI:.0f}x{FIGSIZE[1] * DPI:.0f} px"
-    print(f"explorer update at d_model=64, num_heads=8, seq_len=32, {size} PNG, {rounds} rounds, "
-          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"explorer update at d_model=64, num_heads=8, seq_len=32, {size} PNG, {rounds} rounds, "
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
     naive = statistics.median(times["naive"])
     print(f"{'update':<12}{'median ms':>10}{'min ms':>9}{'max ms':>9}{'naive / this':>14}")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:<12}{1e3 * median:>10.1f}{1e3 * min(values):>9.1f}{1e3 * max(values):>9.1f}"
-              f"{naive / median:>13.2f}x")
+        print(
+            f"{name:<12}{1e3 * median:>10.1f}{1e3 * min(values):>9.1f}{1e3 * max(values):>9.1f}{naive / median:>13.2f}x"
+        )
     worst = max(statistics.median(values) for name, values in times.items() if name != "naive")
     verdict = "meets" if 1e3 * worst < TARGET_MS else "MISSES"
     print(f"slowest explorer update: median {1e3 * worst:.1f} ms, {verdict} the {TARGET_MS} ms target")

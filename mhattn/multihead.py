@@ -4,7 +4,7 @@ import numpy as np
 
 from . import _checks
 from .attention import attend
-from .blockwise import blockwise_attention
+from .blockwise import blockwise_attention, matmul
 from .heads import combine_heads, split_heads
 
 
@@ -126,14 +126,18 @@ class MultiHeadAttention:
         )
         W_qkv, W_o = self._weights(x.dtype)
 
-        qkv = x @ W_qkv  # (batch, seq_len, 3 * d_model): all heads' Q, K and V in one matmul
-        Q, K, V = np.split(qkv, 3, axis=-1)  # each (batch, seq_len, d_model)
-        Q, K, V = (self.split_heads(t) for t in (Q, K, V))  # each (batch, num_heads, seq_len, d_k)
+        # Step 1: all heads' queries, keys and values in one matmul (threaded for large inputs: notebook 06).
+        qkv = matmul(x, W_qkv)  # (batch, seq_len, 3 * d_model)
+        # Step 2: np.split(qkv, 3, axis=-1) and split_heads on each part, done as one view.
+        qkv = qkv.reshape(batch, seq_len, 3, self.num_heads, self.d_k)  # column -> (Q/K/V, head, column in head)
+        Q, K, V = qkv.transpose(2, 0, 3, 1, 4)  # each (batch, num_heads, seq_len, d_k)
+        # Step 3: attention in every head at once.
         if need_weights:
             heads, weights = attend(Q, K, V, mask)  # (batch, num_heads, seq_len, d_k), (..., seq_len, seq_len)
         else:
             heads, weights = blockwise_attention(Q, K, V, mask), None
-        return self.combine_heads(heads) @ W_o, weights  # (batch, seq_len, d_model)
+        # Step 4: heads side by side again, then mixed by W_o.
+        return matmul(self.combine_heads(heads), W_o), weights  # (batch, seq_len, d_model)
 
     __call__ = forward
 

@@ -393,8 +393,7 @@ right.set_ylim(bottom=0)
 for ax in (left, right):
     ax.legend()
     ax.grid(True, which="both", alpha=0.3)
-fig.tight_layout()
-fig.savefig(FIGURES / "06_time_and_roofline.png", dpi=100, metadata={"Software": None})
+fig.tight_layout()  # not saved to figures/: its timings differ on every run and every machine
 
 # %% [markdown]
 # ## Summary
