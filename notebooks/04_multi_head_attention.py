@@ -81,12 +81,14 @@ FIGURES.mkdir(exist_ok=True)
 # Here is the package's `forward`, the code that runs when you call the module. Its first
 # lines only prepare: they check the input and the mask, and fetch the two weight matrices
 # cast to the dtype of `x` (cached, so the cast happens once per dtype). Then come four
-# steps: one matrix product makes all queries, keys and values; `split_heads` gives
-# each head its slice; attention runs for all heads at once, because the head axis is
-# just another leading axis for the matrix products; `combine_heads` and `W_o` bring
-# the heads back to one vector per token. (With `need_weights=False` the attention step
-# takes a block of queries at a time and never stores all the weights: the same output
-# with less memory on long sequences.)
+# steps: one matrix product makes all queries, keys and values; one reshape and transpose
+# give each head its slice (exactly what `np.split` followed by `split_heads` on each part
+# would do, as a single view); attention runs for all heads at once, because the head axis
+# is just another leading axis for the matrix products; `combine_heads` and `W_o` bring
+# the heads back to one vector per token. `matmul(a, b)` is `a @ b`: for large inputs it
+# shares the rows among threads (notebook 06 says why), for small ones it is exactly `a @ b`.
+# (With `need_weights=False` the attention step takes a block of queries at a time and never
+# stores all the weights: the same output with less memory on long sequences.)
 
 # %%
 show_source(MultiHeadAttention.forward)
