@@ -78,7 +78,7 @@ def attend(Q, K, V, mask=None):
         # Many scores: the same computation, a cache-sized block of queries at a time on every core.
         return blockwise.attention_in_blocks(Q, K, V, mask)
     scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32
-    scores = (Q * scale) @ np.swapaxes(K, -1, -2)  # (..., seq_q, seq_k); scaling Q is cheaper than scaling scores
+    scores = (Q * scale) @ K.swapaxes(-1, -2)  # (..., seq_q, seq_k); scaling Q is cheaper than scaling scores
     if mask is not None:
         np.copyto(scores, -np.inf, where=~mask)  # exp(-inf) = 0: masked keys get exactly zero weight
     weights = softmax_(scores, axis=-1)  # (..., seq_q, seq_k), in place

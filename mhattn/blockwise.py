@@ -275,9 +275,10 @@ def matmul(a, b):
     -------
     ndarray of shape ``(..., n)``
     """
+    if a.size * b.shape[-1] < PARALLEL_MIN_MULTIPLY_ADDS:  # m * k * n multiply-adds: too few to share
+        return a @ b
     rows = a.reshape(-1, a.shape[-1])  # (m, k): a view for a contiguous `a`
-    multiply_adds = rows.shape[0] * b.shape[0] * b.shape[-1]
-    threads = min(_blas_threads() if multiply_adds >= PARALLEL_MIN_MULTIPLY_ADDS else 1, rows.shape[0])
+    threads = min(_blas_threads(), rows.shape[0])
     if threads == 1:
         return a @ b
     out = np.empty((rows.shape[0], b.shape[-1]), dtype=np.result_type(a, b))  # (m, n)

@@ -143,7 +143,8 @@ class MultiHeadAttention:
 
     def _check_input(self, x):
         x = _checks.real_array("x", x)
-        _checks.ndim("x", x, 3, f"(batch, seq_len, d_model={self.d_model})")
+        if x.ndim != 3:
+            _checks.ndim("x", x, 3, f"(batch, seq_len, d_model={self.d_model})")  # raises
         if x.shape[-1] != self.d_model:
             raise ValueError(
                 f"x must have shape (batch, seq_len, d_model={self.d_model}); got shape {x.shape} "

@@ -63,11 +63,11 @@ def softmax_(scores, axis=-1):
     contain NaN or ``+inf``; an all ``-inf`` slice becomes zeros.
     """
     finfo = np.finfo(scores.dtype)
-    row_max = scores.max(axis=axis, keepdims=True)
+    row_max = np.maximum.reduce(scores, axis=axis, keepdims=True)  # scores.max(...), minus a little call overhead
     np.maximum(row_max, finfo.min, out=row_max)  # an all -inf slice subtracts a finite number: exp gives 0, not NaN
     np.subtract(scores, row_max, out=scores)
     np.exp(scores, out=scores)  # every exponent <= 0: no overflow
-    total = scores.sum(axis=axis, keepdims=True)  # >= 1 (the maximum contributes exp(0)), or 0 for an all -inf slice
+    total = np.add.reduce(scores, axis=axis, keepdims=True)  # >= 1 (the max gives exp(0) = 1); 0 if all -inf
     np.maximum(total, finfo.tiny, out=total)  # so an all -inf slice gives 0 / tiny = 0
     np.divide(scores, total, out=scores)
     return scores
