@@ -58,6 +58,15 @@ def both_block_paths(Q, K, V, mask, block_size, num_threads):
     return out, out_w, weights
 
 
+def assert_block_paths_match(expected, Q, K, V, mask, block_size, num_threads, dtype):
+    """Both block paths reproduce ``expected = (output, weights)``; returns their (output, weights)."""
+    out, out_w, weights = both_block_paths(Q, K, V, mask, block_size, num_threads)
+    assert_close(out, expected[0], dtype)
+    assert_close(out_w, expected[0], dtype)
+    assert_close(weights, expected[1], dtype)
+    return out, weights
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize(
     "seq_q, seq_k, block_size",
@@ -74,11 +83,8 @@ def both_block_paths(Q, K, V, mask, block_size, num_threads):
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_blocks_match_the_full_path(full_path, dtype, seq_q, seq_k, block_size, num_threads):
     Q, K, V = qkv((2, 3), seq_q, seq_k, 16, 12, dtype)
-    expected_out, expected_weights = full_path(Q, K, V)
-    out, out_w, weights = both_block_paths(Q, K, V, None, block_size, num_threads)
-    assert_close(out, expected_out, dtype)
-    assert_close(out_w, expected_out, dtype)
-    assert_close(weights, expected_weights, dtype)
+    expected = full_path(Q, K, V)
+    assert_block_paths_match(expected, Q, K, V, None, block_size, num_threads, dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -89,11 +95,8 @@ def test_causal_and_padding_masks_with_fully_masked_rows(full_path, dtype, num_t
     lengths = np.array([29, 11, 0])  # the last sequence is all padding: every one of its rows is masked
     mask = mhattn.causal_mask(seq_len) & mhattn.padding_mask(lengths, seq_len)  # (batch, 1, seq, seq)
     mask = mask & (np.arange(seq_len) != 5)[:, None]  # query 5 of every sequence may see nothing either
-    expected_out, expected_weights = full_path(Q, K, V, mask)
-    out, out_w, weights = both_block_paths(Q, K, V, mask, 4, num_threads)
-    assert_close(out, expected_out, dtype)
-    assert_close(out_w, expected_out, dtype)
-    assert_close(weights, expected_weights, dtype)
+    expected = full_path(Q, K, V, mask)
+    out, weights = assert_block_paths_match(expected, Q, K, V, mask, 4, num_threads, dtype)
     # fully masked rows: zero weights, zero output, no NaN
     assert not np.isnan(out).any()
     np.testing.assert_array_equal(out[2], 0.0)
@@ -151,11 +154,8 @@ def test_default_blocks_of_several_whole_heads_match_the_full_path(
     rng = np.random.default_rng(8)
     mask = (rng.random(leading[:1] + (1, seq_q, seq_k)) < 0.5) & (np.arange(seq_q) % 7 != 3)[:, None]
     for m in (None, mask):
-        expected_out, expected_weights = full_path(Q, K, V, m)
-        out, out_w, weights = both_block_paths(Q, K, V, m, None, num_threads)
-        assert_close(out, expected_out, dtype)
-        assert_close(out_w, expected_out, dtype)
-        assert_close(weights, expected_weights, dtype)
+        expected = full_path(Q, K, V, m)
+        assert_block_paths_match(expected, Q, K, V, m, None, num_threads, dtype)
 
 
 def test_leading_axes_broadcast_like_the_full_path(full_path):
