@@ -1,13 +1,17 @@
 """mhattn: multi-head attention from scratch in NumPy, the code of an interactive chapter.
 
-The package is small enough to read in one sitting, in this order:
+Two layers. The *teaching path* reads like the chapter that shows it, in this order:
 
 1. :mod:`mhattn.softmax` -- a numerically stable softmax.
 2. :mod:`mhattn.attention` -- scaled dot-product attention, with masks.
 3. :mod:`mhattn.masks` -- causal and padding masks (True = may attend).
 4. :mod:`mhattn.heads` -- splitting ``d_model`` into heads and back.
 5. :mod:`mhattn.multihead` -- the full module with a fused ``W_qkv`` projection.
-6. :mod:`mhattn.blockwise` -- the same output, a block of queries at a time.
+6. :mod:`mhattn.grad` -- its backward pass, derived by hand.
+
+The *engine*, :mod:`mhattn.engine`, computes the same numbers faster or in less memory
+(query blocks, online softmax over key tiles, a KV cache); it is tested equal to the
+teaching path, which never imports it. Argument checks live in :mod:`mhattn._checks`.
 """
 
 from .attention import scaled_dot_product_attention
@@ -25,4 +29,4 @@ __all__ = [
     "softmax",
     "split_heads",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

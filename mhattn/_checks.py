@@ -1,13 +1,87 @@
-"""Argument checks shared by the package.
+"""Argument checks for the whole package, kept out of the teaching code.
 
-Every public function validates its input here, so a beginner's mistake ends in a
-``ValueError`` or ``TypeError`` that names the argument and says what was expected and
-what arrived, instead of NumPy's broadcasting message deep inside a matmul.
+Every public function of the teaching path carries one decorator line,
+``@checked(some_args)``. The decorator validates the arguments *once*, at the package's
+boundary, so that a beginner's mistake ends in a ``ValueError`` or ``TypeError`` naming the
+argument, what was expected and what arrived, never in NumPy's broadcasting message deep
+inside a matmul. What it does, in order:
+
+1. ``some_args(**arguments)`` checks and normalises the arguments (lists become arrays,
+   integers become float64, float16 becomes float32) and says in which dtype the result
+   goes back (float16 in, float16 out: computed in float32, as PyTorch does on the CPU);
+2. the function runs, with NumPy's floating-point warnings silenced, because
+3. the result is checked instead: finite inputs that give a non-finite result overflowed
+   (scores beyond float32's 3.4e38, say), and that is a ``FloatingPointError`` saying so,
+   never a silent NaN.
+
+Checked functions called by other checked functions (``softmax`` inside attention,
+``split_heads`` inside the module) skip all three steps: their caller has done them. The
+flag that says so is thread-local, so concurrent callers never see each other's state.
 """
 
+import functools
+import inspect
 import numbers
+import threading
 
 import numpy as np
+
+_state = threading.local()  # _state.inside: True while a checked function runs on this thread
+
+
+def checked(check_arguments, *, results_finite=True):
+    """Decorator: validate with ``check_arguments``, run, then check the result for overflow.
+
+    ``check_arguments`` takes the function's arguments by name and returns
+    ``(arguments, result_dtype)``: the normalised arguments, and the dtype to cast array
+    results to (None to leave them as computed). ``results_finite=False`` skips the overflow
+    check, for functions that only move numbers around (:func:`mhattn.split_heads`).
+    """
+
+    def decorate(function):
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            if getattr(_state, "inside", False):  # called by checked code: already validated
+                return function(*args, **kwargs)
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise TypeError(f"{function.__qualname__}(): {error}") from None
+            bound.apply_defaults()
+            arguments, result_dtype = check_arguments(**bound.arguments)
+            _state.inside = True
+            try:
+                with np.errstate(all="ignore"):  # overflow is reported below, with a clear message
+                    result = function(**arguments)
+            finally:
+                _state.inside = False
+            return _finish(function.__qualname__, result, result_dtype, results_finite)
+
+        return wrapper
+
+    return decorate
+
+
+def _finish(name, result, result_dtype, results_finite):
+    """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``."""
+    items = result if isinstance(result, tuple) else (result,)
+    for item in items:
+        if results_finite and isinstance(item, np.ndarray) and item.dtype.kind == "f" and not np.isfinite(item).all():
+            info = np.finfo(item.dtype)
+            raise FloatingPointError(
+                f"{name} overflowed {item.dtype}: the inputs are finite, but an intermediate value (a score "
+                f"q.k/sqrt(d_k) or a product) went beyond {float(info.max):.3g}. Scale the inputs down or "
+                f"compute in float64."
+            )
+    if result_dtype is None:
+        return result
+    cast = tuple(item.astype(result_dtype) if isinstance(item, np.ndarray) else item for item in items)
+    return cast if isinstance(result, tuple) else cast[0]
+
+
+# --- single values ----------------------------------------------------------------------
 
 
 def positive_int(name, value):
@@ -19,12 +93,44 @@ def positive_int(name, value):
     return int(value)
 
 
+def flag(name, value):
+    """Return ``value`` as a ``bool``, or raise: ``need_weights="no"`` must not mean True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False; got {value!r} of type {type(value).__name__}")
+    return bool(value)
+
+
+def seed(value):
+    """Return ``value`` as an ``int`` seed for ``np.random.RandomState``: 0 <= seed < 2**32."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"seed must be an int in [0, 2**32 - 1]; got {value!r} of type {type(value).__name__}")
+    if not 0 <= value < 2**32:
+        raise ValueError(f"seed must be an int in [0, 2**32 - 1]; got {value}")
+    return int(value)
+
+
+def axis_index(value, ndim, shape):
+    """Return ``value`` as an axis of an array of ``ndim`` axes, or raise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"axis must be an int; got {value!r} of type {type(value).__name__}")
+    if not -ndim <= value < ndim:
+        raise ValueError(f"axis must be in [-{ndim}, {ndim - 1}] for x of shape {shape}; got {value}")
+    return int(value)
+
+
+# --- arrays -----------------------------------------------------------------------------
+
+
 def real_array(name, value):
     """Return ``value`` as a floating-point ndarray (integers become float64).
 
-    Raises ``TypeError`` for booleans, complex numbers, strings and objects.
+    Raises ``TypeError`` for booleans, complex numbers, strings and objects, and
+    ``ValueError`` for ragged nested lists.
     """
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a rectangular array of numbers; got a ragged nested sequence") from None
     if array.dtype.kind in "iu":
         return array.astype(np.float64)
     if array.dtype.kind != "f":
@@ -32,13 +138,23 @@ def real_array(name, value):
     return array
 
 
+def compute_dtype(*arrays):
+    """The dtype to compute in, and the dtype to return (None: the same).
+
+    float16 is computed in float32 and returned as float16: its largest value, 65504, is
+    exceeded by ``exp(11.1)``, and its 11-bit mantissa loses a sum of many weights.
+    """
+    dtype = np.result_type(*arrays)
+    if dtype == np.float16:
+        return np.dtype(np.float32), np.dtype(np.float16)
+    return dtype, None
+
+
 def finite(name, array):
     """Raise ``ValueError`` if ``array`` holds NaN or +-inf; return it unchanged."""
     if not np.isfinite(array).all():
         bad = np.argwhere(~np.isfinite(array))[0]
-        raise ValueError(
-            f"{name} must be finite; found {array[tuple(bad)]} at index {tuple(int(i) for i in bad)}"
-        )
+        raise ValueError(f"{name} must be finite; found {array[tuple(bad)]} at index {tuple(int(i) for i in bad)}")
     return array
 
 
@@ -48,38 +164,207 @@ def ndim(name, array, expected, layout):
         raise ValueError(f"{name} must be {expected}-D with shape {layout}; got shape {array.shape}")
 
 
-def broadcast_mask(mask, target_shape, layout):
-    """Check a boolean attention mask against the scores' shape.
+MASK_LAYOUTS = (
+    "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k), or "
+    "(batch or 1, num_heads or 1, seq_q or 1, seq_k); padding_mask(lengths, seq_len) gives (batch, 1, 1, seq_k)"
+)
 
-    Parameters
-    ----------
-    mask : array_like of bool or None
-        True where a query may attend to a key.
-    target_shape : tuple of int
-        Shape of the attention scores, e.g. ``(batch, num_heads, seq_q, seq_k)``.
-    layout : str
-        Names of the axes of ``target_shape``, used in the error message.
 
-    Returns
-    -------
-    ndarray of bool or None
-        ``mask`` as an array, not yet broadcast (broadcasting happens where it is used).
+def mask_array(value, scores_shape):
+    """Check a boolean attention mask against the scores' shape; return it as an array (or None).
+
+    Only two layouts are accepted: 2-D ``(seq_q, seq_k)``, or one axis per axis of the
+    scores, each of the same size or 1 (the key axis must match). Anything else is refused,
+    because NumPy would broadcast it against the wrong axes whenever sizes happen to
+    coincide: a ``(batch, 1, seq_k)`` mask (the Annotated Transformer's layout) would put
+    batch where the heads are.
     """
-    if mask is None:
+    if value is None:
         return None
-    mask = np.asarray(mask)
-    if mask.dtype != np.bool_:
+    array = np.asarray(value)
+    if array.dtype != np.bool_:
         raise TypeError(
-            f"mask must be a boolean array (True = this query may attend to this key); "
-            f"got dtype {mask.dtype}. Build it with a comparison, e.g. `lengths[:, None] > positions`"
+            f"mask must be a boolean array (True = this query may attend to this key); got dtype {array.dtype}. "
+            f"Build it with a comparison, e.g. `positions[None, :] < lengths[:, None]`"
         )
-    target_shape = tuple(target_shape)
+    scores_shape = tuple(scores_shape)
+    if array.ndim == 2 and len(scores_shape) >= 2:
+        expected = scores_shape[-2:]
+    elif array.ndim == len(scores_shape):
+        expected = scores_shape
+    else:
+        expected = None
+    fits = expected is not None and all(
+        size in (1, want) if position < len(expected) - 1 else size == want
+        for position, (size, want) in enumerate(zip(array.shape, expected, strict=True))
+    )
+    if not fits:
+        raise ValueError(f"mask of shape {array.shape} does not fit scores of shape {scores_shape}: {MASK_LAYOUTS}")
+    return array
+
+
+# --- the teaching functions' arguments ------------------------------------------------------
+
+
+def softmax_args(x, axis):
+    """Arguments of :func:`mhattn.softmax`."""
+    x = real_array("x", x)
+    if x.ndim == 0:
+        raise ValueError(f"x must have at least one axis (the scores to normalise); got a scalar {x}. Try [x]")
+    if np.isnan(x).any() or np.isposinf(x).any():
+        raise ValueError("x must not contain NaN or +inf; -inf is allowed (it means probability 0)")
+    dtype, result_dtype = compute_dtype(x)
+    return {"x": x.astype(dtype, copy=False), "axis": axis_index(axis, x.ndim, x.shape)}, result_dtype
+
+
+def attention_args(Q, K, V, mask, dropout_p, rng):
+    """Arguments of :func:`mhattn.scaled_dot_product_attention`."""
+    Q, K, V = (real_array(name, a) for name, a in (("Q", Q), ("K", K), ("V", V)))
+    for name, array in (("Q", Q), ("K", K), ("V", V)):
+        if array.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., seq_len, depth); got shape {array.shape}")
+        finite(name, array)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must have the same depth d_k (last axis); got Q {Q.shape} and K {K.shape}")
+    if Q.shape[-1] == 0:
+        raise ValueError(f"Q and K must have depth d_k >= 1 (last axis), to divide by sqrt(d_k); got Q {Q.shape}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must have the same length seq_k (axis -2); got K {K.shape} and V {V.shape}")
     try:
-        ok = np.broadcast_shapes(mask.shape, target_shape) == target_shape
+        leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     except ValueError:
-        ok = False
-    if not ok:
         raise ValueError(
-            f"mask must broadcast to the scores' shape {layout} = {target_shape}; got shape {mask.shape}"
+            f"the leading (batch, head) axes of Q, K and V must broadcast; got Q {Q.shape}, K {K.shape}, V {V.shape}"
+        ) from None
+    dtype, result_dtype = compute_dtype(Q, K, V)
+    mask = mask_array(mask, leading + (Q.shape[-2], K.shape[-2]))
+    dropout_p, rng = dropout(dropout_p, rng)
+    arrays = {name: a.astype(dtype, copy=False) for name, a in (("Q", Q), ("K", K), ("V", V))}
+    return arrays | {"mask": mask, "dropout_p": dropout_p, "rng": rng}, result_dtype
+
+
+def dropout(dropout_p, rng):
+    """Check ``dropout_p`` in [0, 1) and ``rng``; return ``(dropout_p, rng)``."""
+    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(f"dropout_p must be a float in [0, 1); got {dropout_p!r} of type {type(dropout_p).__name__}")
+    if not 0 <= dropout_p < 1:
+        raise ValueError(f"dropout_p must be a float in [0, 1); got {dropout_p}")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)) or None; got {rng!r}")
+    if dropout_p > 0 and rng is None:
+        rng = np.random.default_rng()
+    return float(dropout_p), rng
+
+
+def moves_numbers(check_arguments):
+    """:func:`checked` for functions that only move numbers around: no overflow check on the result."""
+    return checked(check_arguments, results_finite=False)
+
+
+def split_heads_args(x, num_heads):
+    """Arguments of :func:`mhattn.split_heads`."""
+    num_heads = positive_int("num_heads", num_heads)
+    x = np.asarray(x)
+    ndim("x", x, 3, "(batch, seq_len, d_model)")
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"num_heads must divide d_model = {x.shape[-1]}; got num_heads = {num_heads}")
+    return {"x": x, "num_heads": num_heads}, None
+
+
+def combine_heads_args(x):
+    """Arguments of :func:`mhattn.combine_heads`."""
+    x = np.asarray(x)
+    ndim("x", x, 4, "(batch, num_heads, seq_len, d_k)")
+    return {"x": x}, None
+
+
+def head_counts(d_model, num_heads, num_kv_heads):
+    """Check the sizes of a :class:`mhattn.MultiHeadAttention`; return them as ints."""
+    d_model, num_heads = positive_int("d_model", d_model), positive_int("num_heads", num_heads)
+    if d_model % num_heads:
+        working = [h for h in range(1, min(d_model, 64) + 1) if d_model % h == 0]  # O(1), even for huge d_model
+        raise ValueError(
+            f"num_heads must divide d_model = {d_model}; got num_heads = {num_heads}. "
+            f"Head counts up to 64 that work: {working}"
         )
-    return mask
+    num_kv_heads = num_heads if num_kv_heads is None else positive_int("num_kv_heads", num_kv_heads)
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_kv_heads must divide num_heads = {num_heads} (each key/value head serves a group of query "
+            f"heads); got num_kv_heads = {num_kv_heads}"
+        )
+    width = d_model + 2 * num_kv_heads * (d_model // num_heads)
+    nbytes = 8 * d_model * (width + d_model)
+    if nbytes > 2**31 * 8:  # 16 GiB of float64 weights: far beyond any chapter example
+        raise ValueError(
+            f"d_model = {d_model} needs {nbytes / 2**30:.3g} GiB of float64 weights (W_qkv {d_model} x {width} "
+            f"and W_o {d_model} x {d_model}); this package keeps d_model below about 23000"
+        )
+    return d_model, num_heads, num_kv_heads
+
+
+def weight(name, value, shape, dtype):
+    """``value`` as an array of ``shape`` cast to ``dtype``, checked finite *after* the cast.
+
+    A weight of 1e39 is finite in float64 but ``inf`` in float32: checking before the cast
+    would let it through, and every output would be NaN.
+    """
+    array = real_array(name, value)
+    if array.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got shape {array.shape}")
+    cast = array.astype(dtype, copy=False)
+    if not np.isfinite(cast).all():
+        if np.isfinite(array).all():
+            raise ValueError(f"{name} overflows {dtype}: its largest entry {np.abs(array).max():.3g} is finite in "
+                             f"{array.dtype} but not in {dtype}; pass a float64 x, or smaller weights")
+        finite(name, array)
+    return cast
+
+
+def forward_args(self, x, mask, need_weights, context, kv_cache):
+    """Arguments of :meth:`mhattn.MultiHeadAttention.forward`."""
+    x = _tokens("x", x, self.d_model)
+    need_weights = flag("need_weights", need_weights)
+    if context is not None:
+        if kv_cache is not None:
+            raise ValueError(
+                "kv_cache and context cannot be combined: a KV cache holds the growing keys and values of a "
+                "decoder's own tokens; cross-attention's keys and values come from a fixed context -- "
+                "project the context once and reuse it instead"
+            )
+        context = _tokens("context", context, self.d_model)
+        if context.shape[0] != x.shape[0]:
+            raise ValueError(
+                f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}"
+            )
+    if kv_cache is not None:
+        if mask is not None:
+            raise ValueError(
+                "mask must be None with kv_cache: decoding with a cache is causal by construction (each new "
+                "token sees every cached token and the new ones before it), and the cache builds that mask"
+            )
+        if not callable(getattr(kv_cache, "extend", None)):
+            raise TypeError(f"kv_cache must be an mhattn.KVCache (with an extend method); got {kv_cache!r}")
+    dtype, result_dtype = compute_dtype(x, *(() if context is None else (context,)))
+    seq_k = x.shape[1] if context is None else context.shape[1]
+    mask = mask_array(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
+    if context is not None:
+        context = context.astype(dtype, copy=False)
+    arguments = {"self": self, "x": x.astype(dtype, copy=False), "mask": mask, "need_weights": need_weights}
+    return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype
+
+
+def _tokens(name, value, d_model):
+    """``value`` as a finite float array of shape ``(batch, seq_len, d_model)``."""
+    array = real_array(name, value)
+    if array.ndim != 3:
+        ndim(name, array, 3, f"(batch, seq_len, d_model={d_model})")
+    if array.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (batch, seq_len, d_model={d_model}); got shape {array.shape} "
+            f"(last axis {array.shape[-1]} != d_model {d_model})"
+        )
+    if array.dtype != np.float16 and array.dtype.itemsize < 4:  # pragma: no cover - no such NumPy float
+        array = array.astype(np.float64)
+    return finite(name, array)
+

@@ -3,13 +3,13 @@
 import numpy as np
 
 from . import _checks
-from .attention import attend
-from .blockwise import blockwise_attention, matmul
+from ._checks import checked, forward_args
+from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
 
 
 class MultiHeadAttention:
-    r"""Multi-head self-attention with a fused query/key/value projection.
+    r"""Multi-head attention with a fused query/key/value projection.
 
     .. math::
 
@@ -18,32 +18,39 @@ class MultiHeadAttention:
         \text{output} = [\text{head}_0 \;|\; \dots \;|\; \text{head}_{H-1}]\, W_o
 
     where :math:`Q_h` is columns :math:`h d_k` to :math:`(h+1) d_k - 1` of :math:`Q`.
-    No biases: ``4 * d_model**2`` parameters in all.
+    No biases.
 
     Parameters
     ----------
     d_model : int
         Width of each token's vector.
     num_heads : int
-        Number of heads; must divide ``d_model``. Each head works in ``d_k = d_model // num_heads``
-        dimensions.
-    seed : int, default 42
+        Number of query heads; must divide ``d_model``. Each head works in
+        ``d_k = d_model // num_heads`` dimensions.
+    seed : int in [0, 2**32 - 1], default 42
         Seeds the initial weights: standard normal times ``sqrt(2 / d_model)``, ``W_qkv``
         drawn before ``W_o``, from ``np.random.RandomState(seed)``. That is the stream
         ``np.random.seed(seed)`` gives, which NumPy promises never to change, and drawing it
         from our own ``RandomState`` leaves NumPy's global random state untouched.
+    num_kv_heads : int, keyword only, optional
+        Key/value heads, for grouped-query attention (Ainslie et al. 2023); must divide
+        ``num_heads``. Query head ``h`` uses key/value head ``h // (num_heads // num_kv_heads)``
+        (PyTorch's ``enable_gqa`` convention). 1 is multi-query attention (Shazeer 2019).
+        ``None`` (the default) means ``num_heads``: ordinary multi-head attention.
 
     Attributes
     ----------
-    d_model, num_heads, d_k : int
-    W_qkv : ndarray of shape ``(d_model, 3 * d_model)``
-        Columns ``[0, d_model)`` make queries, ``[d_model, 2 d_model)`` keys, the rest values.
+    d_model, num_heads, num_kv_heads, d_k : int
+    W_qkv : ndarray of shape ``(d_model, d_model + 2 * num_kv_heads * d_k)``
+        Columns ``[0, d_model)`` make queries, the next ``num_kv_heads * d_k`` keys, the
+        rest values; ``(d_model, 3 * d_model)`` without grouping. Query head ``h`` owns
+        columns ``h * d_k`` to ``(h + 1) * d_k - 1`` of the query block, and likewise for keys
+        and values.
     W_o : ndarray of shape ``(d_model, d_model)``
         Mixes the concatenated heads back into ``d_model`` dimensions.
 
-    You may assign new ``W_qkv`` or ``W_o`` arrays; their shapes are checked when the module
-    is next called. The arrays are stored read-only, so an in-place edit fails loudly
-    instead of being silently ignored by the float32 copies the module caches.
+    Both weights are plain arrays: assign new ones or update them in place (training
+    does); they are checked at every call.
 
     Examples
     --------
@@ -54,41 +61,77 @@ class MultiHeadAttention:
     ((2, 10, 64), (2, 4, 10, 10))
     """
 
-    def __init__(self, d_model, num_heads, seed=42):
-        self.d_model = _checks.positive_int("d_model", d_model)
-        self.num_heads = _checks.positive_int("num_heads", num_heads)
-        if self.d_model % self.num_heads:
-            divisors = [h for h in range(1, self.d_model + 1) if self.d_model % h == 0]
-            raise ValueError(
-                f"num_heads must divide d_model = {self.d_model}; got num_heads = {self.num_heads}. "
-                f"Head counts that work: {divisors}"
-            )
+    def __init__(self, d_model, num_heads, seed=42, *, num_kv_heads=None):
+        self.d_model, self.num_heads, self.num_kv_heads = _checks.head_counts(d_model, num_heads, num_kv_heads)
         self.d_k = self.d_model // self.num_heads
-        rng = np.random.RandomState(seed)
-        scale = np.sqrt(2.0 / self.d_model)
-        self.W_qkv = rng.randn(self.d_model, 3 * self.d_model) * scale  # (d_model, 3 * d_model)
+        rng = np.random.RandomState(_checks.seed(seed))
+        scale = np.sqrt(2.0 / self.d_model)  # He initialisation: keeps the output's scale near the input's
+        width = self.d_model + 2 * self.num_kv_heads * self.d_k  # queries, keys, values
+        self.W_qkv = rng.randn(self.d_model, width) * scale  # (d_model, width)
         self.W_o = rng.randn(self.d_model, self.d_model) * scale  # (d_model, d_model)
 
-    # The weights are properties so that assigning one drops the cached float32 copies.
-    @property
-    def W_qkv(self):
-        """ndarray of shape ``(d_model, 3 * d_model)``: the fused query/key/value projection (read-only)."""
-        return self._W_qkv
+    @checked(forward_args)
+    def forward(self, x, mask=None, *, need_weights=True, context=None, kv_cache=None):
+        """Attend from every position of ``x`` to every position of ``x`` (or of ``context``).
 
-    @W_qkv.setter
-    def W_qkv(self, value):
-        self._W_qkv = _read_only("W_qkv", value)
-        self._cast_cache = {}
+        Parameters
+        ----------
+        x : ndarray of shape ``(batch, seq_q, d_model)``
+            float32 in gives float32 out; float16 is computed in float32 and returned as
+            float16; anything else is computed in float64.
+        mask : ndarray of bool, optional
+            True where a query may attend to a key: ``(seq_q, seq_k)`` or
+            ``(batch or 1, num_heads or 1, seq_q or 1, seq_k)`` (see :func:`mhattn.causal_mask`,
+            :func:`mhattn.padding_mask`). A query with no allowed key gets zeros.
+        need_weights : bool, keyword only, default True
+            False returns None instead of the weights (they are still computed here;
+            :class:`mhattn.engine.FastMultiHeadAttention` never holds them all).
+        context : ndarray of shape ``(batch, seq_k, d_model)``, keyword only, optional
+            Cross-attention: queries come from ``x``, keys and values from ``context``
+            (an encoder's output), through the key and value columns of ``W_qkv``.
+        kv_cache : mhattn.KVCache, keyword only, optional
+            Causal decoding: this call's keys and values are appended to the cache, and the
+            new queries attend to everything cached up to their own position. ``mask`` must
+            be None (the cache builds the causal mask) and ``context`` too.
 
-    @property
-    def W_o(self):
-        """ndarray of shape ``(d_model, d_model)``: the output projection (read-only)."""
-        return self._W_o
+        Returns
+        -------
+        output : ndarray of shape ``(batch, seq_q, d_model)``
+        weights : ndarray of shape ``(batch, num_heads, seq_q, seq_k)``, or None
+            ``weights[b, h, i, j]`` is how much query ``i`` of head ``h`` takes from key ``j``.
+        """
+        W_qkv, W_o = self.weights(x.dtype)  # checked, in x's dtype (float32 stays float32)
+        d_model, kv_width = self.d_model, self.num_kv_heads * self.d_k
+        if context is None:  # self-attention: all queries, keys and values in one product
+            Q, K, V = np.split(x @ W_qkv, [d_model, d_model + kv_width], axis=-1)  # (batch, seq, width) -> 3 parts
+        else:  # cross-attention: queries from x, keys and values from the context
+            Q = x @ W_qkv[:, :d_model]  # (batch, seq_q, d_model)
+            K, V = np.split(context @ W_qkv[:, d_model:], 2, axis=-1)  # (batch, seq_k, kv_width) each
+        Q = split_heads(Q, self.num_heads)  # (batch, num_heads, seq_q, d_k)
+        K = split_heads(K, self.num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k)
+        V = split_heads(V, self.num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k)
+        if kv_cache is not None:  # decoding: add this step's keys and values to the earlier ones
+            K, V, mask = kv_cache.extend(K, V, owner=self)  # (batch, num_kv_heads, seq_k, d_k) x 2, causal mask
+        group = self.num_heads // self.num_kv_heads  # query heads per key/value head
+        if group > 1:  # grouped queries: head h reads key/value head h // group
+            K, V = np.repeat(K, group, axis=1), np.repeat(V, group, axis=1)  # (batch, num_heads, seq_k, d_k)
+        heads, weights = self._attention(Q, K, V, mask, need_weights)  # (batch, num_heads, seq_q, d_k)
+        output = combine_heads(heads) @ W_o  # (batch, seq_q, d_model)
+        return output, (weights if need_weights else None)
 
-    @W_o.setter
-    def W_o(self, value):
-        self._W_o = _read_only("W_o", value)
-        self._cast_cache = {}
+    __call__ = forward
+
+    def _attention(self, Q, K, V, mask, need_weights):
+        """Attention in every head at once: the one step :class:`mhattn.engine.FastMultiHeadAttention` replaces."""
+        return scaled_dot_product_attention(Q, K, V, mask)
+
+    def weights(self, dtype=np.float64):
+        """``(W_qkv, W_o)`` with their shapes checked, cast to ``dtype`` and checked finite after the cast."""
+        width = self.d_model + 2 * self.num_kv_heads * self.d_k
+        return (
+            _checks.weight("W_qkv", self.W_qkv, (self.d_model, width), dtype),
+            _checks.weight("W_o", self.W_o, (self.d_model, self.d_model), dtype),
+        )
 
     def split_heads(self, x):
         """``(batch, seq_len, d_model)`` -> ``(batch, num_heads, seq_len, d_k)``; see :func:`mhattn.split_heads`."""
@@ -98,79 +141,6 @@ class MultiHeadAttention:
         """``(batch, num_heads, seq_len, d_k)`` -> ``(batch, seq_len, d_model)``; see :func:`mhattn.combine_heads`."""
         return combine_heads(x)
 
-    def forward(self, x, mask=None, *, need_weights=True):
-        """Attend from every position of ``x`` to every other, in ``num_heads`` heads.
-
-        Parameters
-        ----------
-        x : ndarray of shape ``(batch, seq_len, d_model)``
-            float32 in gives float32 out; anything else is computed in float64.
-        mask : ndarray of bool, broadcastable to ``(batch, num_heads, seq_len, seq_len)``, optional
-            True where a query may attend to a key (see :func:`mhattn.causal_mask`,
-            :func:`mhattn.padding_mask`). A query with no allowed key gets zeros.
-        need_weights : bool, keyword only, default True
-            With False the weights are never materialised for all queries at once: queries
-            are processed in blocks, which saves memory on long sequences.
-
-        Returns
-        -------
-        output : ndarray of shape ``(batch, seq_len, d_model)``
-        weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``, or None
-            ``weights[b, h, i, j]`` is how much query ``i`` of head ``h`` takes from key ``j``.
-            None when ``need_weights`` is False.
-        """
-        x = self._check_input(x)
-        batch, seq_len, _ = x.shape
-        mask = _checks.broadcast_mask(
-            mask, (batch, self.num_heads, seq_len, seq_len), "(batch, num_heads, seq_q, seq_k)"
-        )
-        W_qkv, W_o = self._weights(x.dtype)
-
-        # Step 1: all heads' queries, keys and values in one matmul (threaded for large inputs: notebook 06).
-        qkv = matmul(x, W_qkv)  # (batch, seq_len, 3 * d_model)
-        # Step 2: np.split(qkv, 3, axis=-1) and split_heads on each part, done as one view.
-        qkv = qkv.reshape(batch, seq_len, 3, self.num_heads, self.d_k)  # column -> (Q/K/V, head, column in head)
-        Q, K, V = qkv.transpose(2, 0, 3, 1, 4)  # each (batch, num_heads, seq_len, d_k)
-        # Step 3: attention in every head at once.
-        if need_weights:
-            heads, weights = attend(Q, K, V, mask)  # (batch, num_heads, seq_len, d_k), (..., seq_len, seq_len)
-        else:
-            heads, weights = blockwise_attention(Q, K, V, mask), None
-        # Step 4: heads side by side again, then mixed by W_o.
-        return matmul(self.combine_heads(heads), W_o), weights  # (batch, seq_len, d_model)
-
-    __call__ = forward
-
-    def _check_input(self, x):
-        x = _checks.real_array("x", x)
-        if x.ndim != 3:
-            _checks.ndim("x", x, 3, f"(batch, seq_len, d_model={self.d_model})")  # raises
-        if x.shape[-1] != self.d_model:
-            raise ValueError(
-                f"x must have shape (batch, seq_len, d_model={self.d_model}); got shape {x.shape} "
-                f"(last axis {x.shape[-1]} != d_model {self.d_model})"
-            )
-        if x.dtype != np.float32:
-            x = x.astype(np.float64, copy=False)
-        return _checks.finite("x", x)
-
-    def _weights(self, dtype):
-        """``W_qkv`` and ``W_o`` checked and cast to ``dtype`` (cached, so cast once)."""
-        if dtype not in self._cast_cache:
-            expected = {"W_qkv": (self.d_model, 3 * self.d_model), "W_o": (self.d_model, self.d_model)}
-            for name, weight in (("W_qkv", self._W_qkv), ("W_o", self._W_o)):
-                if weight.shape != expected[name]:
-                    raise ValueError(f"{name} must have shape {expected[name]}; got shape {weight.shape}")
-                _checks.finite(name, weight)
-            self._cast_cache[dtype] = (self._W_qkv.astype(dtype, copy=False), self._W_o.astype(dtype, copy=False))
-        return self._cast_cache[dtype]
-
     def __repr__(self):
-        return f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k})"
-
-
-def _read_only(name, value):
-    """A read-only float copy of a weight matrix."""
-    weight = np.array(_checks.real_array(name, value), copy=True)
-    weight.flags.writeable = False
-    return weight
+        grouped = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
+        return f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}{grouped}, d_k={self.d_k})"
