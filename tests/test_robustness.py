@@ -237,3 +237,36 @@ def test_the_teaching_modules_do_not_import_the_engine():
             node.module or "" for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.ImportFrom)
         ]
         assert not [m for m in imported if "engine" in m or "blockwise" in m], f"{name}.py imports the engine"
+
+
+def test_weights_reassigned_while_another_thread_runs_float32_forwards_are_used_from_then_on():
+    """The first edition cached float32 casts; a reassignment racing a forward could keep the old ones for good."""
+    mha = MultiHeadAttention(16, 4)
+    x = np.random.default_rng(2).standard_normal((2, 9, 16)).astype(np.float32)
+    stop = threading.Event()
+
+    def keep_calling():
+        while not stop.is_set():
+            mha(x)
+
+    worker = threading.Thread(target=keep_calling)
+    worker.start()
+    try:
+        for seed in range(20):
+            new = MultiHeadAttention(16, 4, seed=seed)
+            mha.W_qkv, mha.W_o = new.W_qkv, new.W_o
+    finally:
+        stop.set()
+        worker.join()
+    np.testing.assert_array_equal(mha(x)[0], new(x)[0])
+
+
+def test_a_call_leaves_no_threads_and_no_process_state_behind():
+    from threadpoolctl import threadpool_info
+
+    before_threads, before_blas = threading.active_count(), threadpool_info()
+    before_errstate = np.geterr()
+    MultiHeadAttention(64, 4)(np.ones((2, 300, 64), np.float32))
+    assert threading.active_count() == before_threads
+    assert threadpool_info() == before_blas
+    assert np.geterr() == before_errstate
