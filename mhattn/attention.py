@@ -47,7 +47,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
         gets exactly zero. A query whose keys are *all* masked gets a row of zeros and an
         output of zeros: it may look at nothing, so it receives nothing (``-1e9`` masking
         would instead spread it uniformly over keys it must not see, and ``-inf`` alone
-        would give NaN).
+        would give NaN). PyTorch's ``scaled_dot_product_attention`` (>= 2.5) also returns
+        zeros there on the CPU and in CUDA's math and memory-efficient backends; its cuDNN
+        backend (the CUDA default for float16/bfloat16 with a boolean mask on torch 2.11)
+        returned a finite nonzero output instead.
     """
     d_k = Q.shape[-1]
     scores = Q @ K.swapaxes(-1, -2) / math.sqrt(d_k)  # (..., seq_q, seq_k); a Python float keeps float32

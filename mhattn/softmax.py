@@ -31,8 +31,11 @@ def softmax(x, axis=-1):
         Non-negative, summing to one along ``axis``. Integers become float64; float16 is
         computed in float32 and returned as float16. A slice that is entirely ``-inf``
         (nothing may receive anything) comes back as zeros, not NaN: the choice this
-        package makes for a fully masked attention row (PyTorch's
-        ``scaled_dot_product_attention`` makes it too on the CPU, since version 2.5).
+        package makes for a fully masked attention row. PyTorch's
+        ``scaled_dot_product_attention`` (>= 2.5) makes it too on the CPU and in CUDA's
+        math and memory-efficient backends, but not in every backend: on CUDA with
+        float16/bfloat16 and a boolean mask, its default (cuDNN) backend returned a finite,
+        nonzero output for such a row on torch 2.11.
     """
     x_max = x.max(axis=axis, keepdims=True, initial=-np.inf)  # (..., 1, ...); an empty slice gives -inf
     x_max = np.where(np.isneginf(x_max), 0.0, x_max)  # an all -inf slice: subtract 0, exp gives 0, not NaN
