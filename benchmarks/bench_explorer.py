@@ -8,6 +8,9 @@ round times, one after the other (so that load from other programs hits all alik
 - ``seq_len``   : seq_len 32 -> 31: new ticks, so the static background is redrawn too;
 - ``seed``      : a new seed: only the heatmaps, points, arrows and labels are redrawn;
 - ``num_heads`` : 4 -> 8 heads: panels shown and moved, the background redrawn;
+- ``tokens``    : trained weights, 32 new letters typed: the model's two layers run, the
+  background (letter ticks) redrawn;
+- ``layer``     : trained weights, layer 0 -> 1 at 32 letters;
 - ``naive``     : what a first version would do: the same computation, then a new pyplot
   figure with 9 panels drawn from nothing, saved as PNG and closed.
 
@@ -65,7 +68,12 @@ def main():
     rounds = parser.parse_args().rounds
 
     ex = explorer(d_model=64, num_heads=8, seq_len=32, seed=0)
+    trained = explorer(trained=True, tokens="abcdefghijklmnopabcdefghijklmnop")
     seeds = iter(range(1, 10**6))
+    letters = np.random.default_rng(0)
+
+    def random_letters():
+        return "".join(letters.choice(list("abcdefgh"), 32))
 
     def largest():
         """Back to the largest settings (untimed)."""
@@ -79,6 +87,8 @@ def main():
         "seq_len": (largest, set_value(ex.seq_len, 31)),
         "seed": (largest, lambda: setattr(ex.seed, "value", next(seeds))),
         "num_heads": (lambda: setattr(ex.num_heads, "value", 4), set_value(ex.num_heads, 8)),
+        "tokens": (lambda: None, lambda: setattr(trained.tokens, "value", random_letters())),
+        "layer": (lambda: setattr(trained.layer, "value", 0), set_value(trained.layer, 1)),
         "naive": (largest, lambda: naive_update(ex)),
     }
     times = {name: [] for name in cases}
@@ -92,6 +102,7 @@ def main():
     largest()
 
     assert ex.seq_len.value == 32 and ex.num_heads.value == 8 and len(ex.head_images) == 8
+    assert trained.token_error is None and len(trained.shown_tokens) == 32
     size = f"{FIGSIZE[0] * DPI:.0f}x{FIGSIZE[1] * DPI:.0f} px"
     print(
         f"explorer update at d_model=64, num_heads=8, seq_len=32, {size} PNG, {rounds} rounds, "

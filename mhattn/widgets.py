@@ -1,8 +1,17 @@
 """An interactive explorer: change the settings, watch every head's attention change.
 
-:func:`explorer` returns one ipywidgets widget: controls for ``seq_len``, ``d_model``,
-``num_heads``, the random seed and the mask, a one-line readout, and a picture with one
-heatmap of attention weights per head next to a 2-D view of where the layer moved each token.
+:func:`explorer` returns one ipywidgets widget. Its ``weights`` switch chooses what it runs:
+
+- **untrained**: one freshly initialised :class:`~mhattn.MultiHeadAttention` layer on a batch of
+  two sequences of random token vectors. Controls: ``seq_len``, ``d_model``, ``num_heads``,
+  the mask and the random seed.
+- **trained (induction)**: the chapter's trained two-layer, attention-only model
+  (:mod:`mhattn.model`, notebook 07) reading letters typed into the ``tokens`` box
+  (``a`` is token 0, ``b`` token 1, ...). Controls: the tokens and the layer shown.
+
+Only the controls of the current choice are shown. Below them: a readout, and a picture
+with one heatmap of attention weights per head next to a 2-D view of where the layer moved
+each token.
 
 The picture is a single matplotlib :class:`~matplotlib.figure.Figure` kept for the widget's
 whole life (never registered with pyplot, so nothing accumulates in ``plt``). A change of
@@ -13,17 +22,35 @@ JupyterLab, Voila and a test without any frontend.
 
 What is drawn, so that it can be recomputed independently::
 
-    x = np.random.RandomState(seed).randn(2, MAX_SEQ_LEN, d_model)[:, :seq_len]
+    # untrained: the tokens and the weights come from two independent random streams
+    x = np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model))
+                  for b in (0, 1)])                        # (2, seq_len, d_model)
     output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
-    # the explorer shows sequence 1 (the second of the batch): weights[1], and
-    # embedding_shift_2d(x[1], output[1])
+    # shown: sequence 1 (the second of the batch): weights[1] and embedding_shift_2d(x[1], output[1])
 
-Taking the first ``seq_len`` tokens of a fixed ``MAX_SEQ_LEN``-token batch means that
+    # trained: the model's residual stream, layer by layer, up to the layer shown
+    model, tokens = load_trained(), encode_letters(text)
+    h = model.embed[tokens] + model.pos[:seq_len]           # (seq_len, d_model)
+    for mha in model.layers[:layer + 1]:
+        output, weights = mha(h[None], causal_mask(seq_len))
+        h_before, h = h, h + output[0]
+    # shown: weights[0] and embedding_shift_2d(h_before, h)
+
+Each sequence of random tokens is drawn from its own stream, one token after the other, so
 moving the ``seq_len`` slider adds or removes tokens at the end and leaves the others as
 they were. For ``mask="padding"`` the second sequence keeps its first
 ``padded_length(seq_len)`` tokens and the rest are padding.
+
+The controls' ranges and options are fixed: the picture can show every value they offer,
+and setting a new ``min``, ``max`` or ``options`` raises :class:`traitlets.TraitError`.
+
+Displayed as a notebook cell's result, the explorer also leaves a static PNG of its picture
+as a second output, for the places where no kernel runs (GitHub, nbviewer, ``jupyter
+nbconvert --to html``, JupyterLab before the notebook is trusted). Where the live widget
+renders, a style sheet inside it hides that copy.
 """
 
+import html
 import io
 import math
 
@@ -37,6 +64,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from PIL import Image as PILImage
 from threadpoolctl import ThreadpoolController
+from traitlets import TraitError, validate
 
 from . import _checks
 from .embedding_shift import embedding_shift_2d
@@ -48,7 +76,10 @@ D_MODELS = (12, 16, 32, 48, 64)
 MAX_HEADS = 8  # more panels than this would be too small to read
 MASKS = ("none", "causal", "padding")
 MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
-SHOWN = 1  # the explorer draws sequence 1 of the batch of two (the one padding shortens)
+SHOWN = 1  # untrained, the explorer draws sequence 1 of the batch of two (the one padding shortens)
+WEIGHTS = (("untrained", False), ("trained (induction)", True))  # (label, value of ``trained_weights``)
+DEFAULT_TOKENS = "a b c d x a b c"
+TRAINED_LAYERS = 2  # layers of the shipped trained model (mhattn/data/induction.npz)
 
 FIGSIZE = (10.0, 4.75)  # inches, the same for every setting: 960 x 456 pixels at DPI
 DPI = 96
@@ -56,6 +87,12 @@ _HEADS_BOX = (0.045, 0.09, 0.565, 0.86)  # left, bottom, right, top of the heatm
 _PCA_BOX = (0.685, 0.1, 0.985, 0.84)
 _CMAP = matplotlib.colormaps["Blues"].with_extremes(bad="#c8c8c8")  # masked cells (weight exactly 0) are grey
 _INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
+_EXPLORER_CLASS = "mhattn-explorer"
+# Where the live widget renders (JupyterLab, Notebook 7, Voila, nbconvert's HTML with its
+# widget script), it hides the static copy of its picture that follows it in the same cell.
+_HIDE_STATIC_COPY = (f"<style>.jp-OutputArea-child:has(.{_EXPLORER_CLASS}) + "
+                     ".jp-OutputArea-child:has(.jp-RenderedImage) {display: none;}</style>")
+STATIC_COPY_TEXT = "(a static copy of the explorer's picture: run the cell for the live explorer)"
 
 
 def head_choices(d_model):
@@ -66,6 +103,41 @@ def head_choices(d_model):
 def padded_length(seq_len):
     """Real tokens in the padded sequence: the first half (rounded up); the rest is padding."""
     return seq_len - seq_len // 2
+
+
+def random_tokens(seed, seq_len, d_model):
+    """The untrained explorer's batch of two sequences of random token vectors, ``(2, seq_len, d_model)``.
+
+    Sequence ``b`` comes from ``np.random.default_rng([seed, b + 1])``, a stream of its own:
+    independent of the other sequence and of the weights, which
+    ``MultiHeadAttention(seed=seed)`` draws from ``np.random.RandomState(seed)``. Tokens are
+    drawn one after the other, so a longer sequence only adds tokens at the end.
+    """
+    return np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model)) for b in (0, 1)])
+
+
+def induction_scores(weights, tokens):
+    """Per head: the mean weight a repeated token puts on the token after its earlier occurrences.
+
+    Parameters
+    ----------
+    weights : ndarray ``(num_heads, seq_len, seq_len)``
+    tokens : ndarray of int ``(seq_len,)``
+
+    Returns
+    -------
+    ndarray ``(num_heads,)``, or None when no token repeats an earlier one.
+        For each query ``t`` whose token appeared before, at ``s < t``, the weight on the keys
+        ``s + 1`` (summed over every earlier occurrence), averaged over those queries.
+    """
+    targets = [(t, [s + 1 for s in range(t) if tokens[s] == tokens[t]]) for t in range(len(tokens))]
+    per_query = [weights[:, t, keys].sum(axis=-1) for t, keys in targets if keys]  # each (num_heads,)
+    return np.mean(per_query, axis=0) if per_query else None
+
+
+def previous_token_scores(weights):
+    """Per head: the mean weight each query ``t >= 1`` puts on key ``t - 1``; ``(num_heads,)``."""
+    return np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(axis=-1)
 
 
 def _runs(values):
@@ -113,6 +185,61 @@ def _panel_layout(num_heads):
     return panels, colorbar
 
 
+# -- controls whose range or options are fixed ----------------------------------------
+
+
+def _refuse_if_fixed(control, proposal):
+    name = proposal["trait"].name
+    if control._fixed:
+        raise TraitError(
+            f"the explorer's {control._name} control has a fixed {name}, {getattr(control, name)!r}: the picture "
+            f"is made for exactly that range; got {proposal['value']!r}"
+        )
+
+
+class _FixedBounds:
+    """Mixin for a bounded int control: ``min`` and ``max`` cannot change once ``_fixed`` is True."""
+
+    _fixed, _name = False, "?"
+
+    @validate("min")
+    def _validate_min(self, proposal):
+        _refuse_if_fixed(self, proposal)
+        return super()._validate_min(proposal)
+
+    @validate("max")
+    def _validate_max(self, proposal):
+        _refuse_if_fixed(self, proposal)
+        return super()._validate_max(proposal)
+
+
+class _FixedOptions:
+    """Mixin for a selection control: ``options`` cannot change once ``_fixed`` is True."""
+
+    _fixed, _name = False, "?"
+
+    @validate("options")
+    def _validate_options(self, proposal):
+        _refuse_if_fixed(self, proposal)
+        return super()._validate_options(proposal)
+
+
+class _IntSlider(_FixedBounds, widgets.IntSlider):
+    pass
+
+
+class _BoundedIntText(_FixedBounds, widgets.BoundedIntText):
+    pass
+
+
+class _Dropdown(_FixedOptions, widgets.Dropdown):
+    pass
+
+
+class _ToggleButtons(_FixedOptions, widgets.ToggleButtons):
+    pass
+
+
 class Explorer(widgets.VBox):
     """The widget :func:`explorer` returns (build it with that function, which checks the settings).
 
@@ -120,10 +247,14 @@ class Explorer(widgets.VBox):
 
     Attributes
     ----------
-    seq_len, d_model, num_heads, seed, mask : ipywidgets controls
+    trained_weights : ipywidgets.ToggleButtons
+        False: "untrained" (a random layer on random tokens); True: "trained (induction)".
+    seq_len, d_model, num_heads, seed, mask : ipywidgets controls of the untrained explorer
+    tokens, layer : ipywidgets controls of the trained explorer
         Set ``.value`` to change a setting; the picture and readout update at once.
     readout : ipywidgets.HTML
-        One line: the settings, ``d_k`` and the per-query sums of the weights.
+        The settings, ``d_k``, and the per-query sums of the weights (untrained) or each
+        head's previous-token and induction scores and the model's guesses (trained).
     image : ipywidgets.Image
         The rendered figure (PNG bytes in ``image.value``).
     figure : matplotlib.figure.Figure
@@ -133,39 +264,65 @@ class Explorer(widgets.VBox):
     pca_axes, pca_inputs, pca_outputs, pca_arrows
         The embedding-shift panel: hollow input circles, filled output circles and arrows.
     x, output, weights, allowed, inputs_2d, outputs_2d, explained
-        The arrays behind the current picture.
+        The arrays behind the current picture: the layer's input and output and the weights
+        of the whole batch (untrained: 2 sequences; trained: 1), the cells a query may see,
+        and the points of the PCA panel.
+    shown_tokens, predictions : ndarrays of int ``(seq_len,)``, or None
+        Trained: the token ids drawn (the last valid contents of the tokens box) and the
+        model's guess of the token after each.
+    token_error : str or None
+        Trained: why the tokens box's text cannot be drawn, or None.
     renders : int
         How many times the figure has been rendered.
     """
 
-    def __init__(self, d_model=64, num_heads=4, seq_len=8, seed=123, mask="none"):
+    def __init__(self, d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *,
+                 trained=False, tokens=DEFAULT_TOKENS, layer=1):
         style = {"description_width": "initial"}
-        self.seq_len = widgets.IntSlider(
+        self._model = None  # the trained model, loaded on first use
+        self.trained_weights = _ToggleButtons(
+            options=WEIGHTS, value=trained, style={"button_width": "150px"}, layout=widgets.Layout(width="auto"),
+            tooltips=("a freshly initialised layer on random token vectors",
+                      "the chapter's trained two-layer model (notebook 07) on letters you type"),
+        )
+        self.seq_len = _IntSlider(
             value=seq_len, min=MIN_SEQ_LEN, max=MAX_SEQ_LEN, description="seq_len",
             continuous_update=False, style=style,
         )
-        self.d_model = widgets.Dropdown(
+        self.d_model = _Dropdown(
             options=D_MODELS, value=d_model, description="d_model", style=style,
             layout=widgets.Layout(width="150px"),
         )
-        self.num_heads = widgets.Dropdown(
+        self.num_heads = _Dropdown(
             options=head_choices(d_model), value=num_heads, description="num_heads", style=style,
             layout=widgets.Layout(width="160px"),
         )
-        self.seed = widgets.BoundedIntText(
+        self.seed = _BoundedIntText(
             value=seed, min=0, max=MAX_SEED, description="seed", style=style,
             layout=widgets.Layout(width="170px", margin="2px 0 0 24px"),
         )
-        self.mask = widgets.ToggleButtons(
+        self.mask = _ToggleButtons(
             options=MASKS, value=mask, style={"button_width": "80px"}, layout=widgets.Layout(width="auto"),
             tooltips=("every query sees every key", "query i sees keys 0 to i",
                       "the second sequence's last half is padding"),
         )
+        self.tokens = widgets.Text(
+            value=tokens, description="tokens", placeholder=DEFAULT_TOKENS, continuous_update=False, style=style,
+            layout=widgets.Layout(width="420px"),
+        )
+        self.layer = _ToggleButtons(
+            options=[(f"layer {i}", i) for i in range(TRAINED_LAYERS)], value=layer, style={"button_width": "70px"},
+            layout=widgets.Layout(width="auto"),
+        )
+        for name in ("trained_weights", "seq_len", "d_model", "num_heads", "seed", "mask", "layer"):
+            control = getattr(self, name)
+            control._name, control._fixed = name, True
         self.readout = widgets.HTML()
         self.explanation = widgets.HTML()
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
         self.renders = 0
         self._blas = ThreadpoolController()
+        self.shown_tokens, self.predictions, self.token_error = None, None, None
 
         self.figure = Figure(figsize=FIGSIZE, dpi=DPI)
         self._canvas = FigureCanvasAgg(self.figure)
@@ -183,19 +340,60 @@ class Explorer(widgets.VBox):
 
         self._busy = False
         self.d_model.observe(self._on_d_model, names="value")
-        for control in (self.seq_len, self.num_heads, self.seed, self.mask):
+        for control in (self.trained_weights, self.seq_len, self.num_heads, self.seed, self.mask, self.tokens,
+                        self.layer):
             control.observe(self._on_change, names="value")
 
-        controls = widgets.VBox([
+        label = widgets.Layout(width="52px")
+        self._untrained_controls = widgets.VBox([
             widgets.HBox([self.seq_len, self.d_model, self.num_heads]),
-            widgets.HBox([widgets.Label("mask", layout=widgets.Layout(width="52px")), self.mask, self.seed]),
+            widgets.HBox([widgets.Label("mask", layout=label), self.mask, self.seed]),
         ])
-        super().__init__([controls, self.readout, self.image, self.explanation])
+        self._trained_controls = widgets.HBox([self.tokens, self.layer])
+        style_sheet = widgets.HTML(_HIDE_STATIC_COPY, layout=widgets.Layout(display="none"))
+        super().__init__([
+            widgets.HBox([widgets.Label("weights", layout=label), self.trained_weights]),
+            self._untrained_controls, self._trained_controls, self.readout, self.image, self.explanation,
+            style_sheet,
+        ])
+        self.add_class(_EXPLORER_CLASS)
         self.update()
 
     def __repr__(self):  # the text a notebook shows where widgets cannot render (GitHub, nbconvert)
+        if self.trained_weights.value:
+            return f"Explorer(trained=True, tokens={self.tokens.value!r}, layer={self.layer.value})"
         return (f"Explorer(d_model={self.d_model.value}, num_heads={self.num_heads.value}, "
                 f"seq_len={self.seq_len.value}, seed={self.seed.value}, mask={self.mask.value!r})")
+
+    def _ipython_display_(self):
+        """Display the live widget, then a static copy of its picture (see the module docstring)."""
+        from IPython.display import display
+
+        for data in self.display_outputs():
+            display(data, raw=True)
+
+    def display_outputs(self):
+        """The two outputs a notebook cell gets: the widget's bundle, then a static PNG of the picture."""
+        import base64
+
+        static_copy = {"image/png": base64.b64encode(self.image.value).decode("ascii"), "text/plain": STATIC_COPY_TEXT}
+        return [self._repr_mimebundle_(), static_copy]
+
+    @property
+    def trained_model(self):
+        """The trained model (:func:`mhattn.model.load_trained`), loaded the first time it is needed.
+
+        The untrained explorer never reads the checkpoint.
+        """
+        if self._model is None:
+            from .model import load_trained
+
+            model = load_trained()
+            if len(model.layers) != TRAINED_LAYERS:
+                raise ValueError(f"the explorer shows a model of {TRAINED_LAYERS} layers; the checkpoint has "
+                                 f"{len(model.layers)}")
+            self._model = model
+        return self._model
 
     # -- reacting to the controls -------------------------------------------------------
 
@@ -205,12 +403,13 @@ class Explorer(widgets.VBox):
         old = self.num_heads.value
         keep = old if old in choices else max(h for h in choices if h <= old)
         self._busy = True  # one redraw for the whole change, not one per trait
+        self.num_heads._fixed = False
         try:
             self.num_heads.options = choices
             self.num_heads.value = keep
         finally:
-            self._busy = False
-        self.update()
+            self.num_heads._fixed, self._busy = True, False
+        self._on_change(change)
 
     def _on_change(self, change):
         if not self._busy:
@@ -219,16 +418,21 @@ class Explorer(widgets.VBox):
     # -- computing and drawing ----------------------------------------------------------
 
     def compute(self):
-        """Run the model for the current settings; store and return ``(weights, allowed)`` of the shown sequence."""
+        """Run the model for the current settings; store the arrays and return the shown ``(weights, allowed)``.
+
+        Both are ``(num_heads, seq_len, seq_len)``: one sequence's weights and the cells its
+        queries may see. See the module docstring for the recipe.
+        """
+        if self.trained_weights.value:
+            return self._compute_trained()
         seq_len, d_model, num_heads = self.seq_len.value, self.d_model.value, self.num_heads.value
-        seed = self.seed.value
-        x = np.random.RandomState(seed).randn(2, MAX_SEQ_LEN, d_model)[:, :seq_len]  # (2, seq_len, d_model)
+        x = random_tokens(self.seed.value, seq_len, d_model)  # (2, seq_len, d_model)
         mask = {
             "none": None,
             "causal": causal_mask(seq_len),  # (seq_len, seq_len)
             "padding": padding_mask(np.array([seq_len, padded_length(seq_len)]), seq_len),  # (2, 1, 1, seq_len)
         }[self.mask.value]
-        output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
+        output, weights = MultiHeadAttention(d_model, num_heads, seed=self.seed.value)(x, mask)
         allowed = np.ones((2, num_heads, seq_len, seq_len), dtype=bool)
         if mask is not None:
             allowed &= mask  # (2, num_heads, seq_len, seq_len)
@@ -236,8 +440,50 @@ class Explorer(widgets.VBox):
         self.inputs_2d, self.outputs_2d, self.explained = embedding_shift_2d(x[SHOWN], output[SHOWN])
         return weights[SHOWN], allowed[SHOWN]
 
+    def _parse_tokens(self):
+        """The tokens box as token ids, or None after setting ``token_error`` to say why it cannot be drawn."""
+        from .model import encode_letters
+
+        longest = min(self.trained_model.max_len, MAX_SEQ_LEN)
+        try:
+            tokens = encode_letters(self.tokens.value)
+        except ValueError as error:
+            self.token_error = f"tokens: {error}"
+            return None
+        if not MIN_SEQ_LEN <= len(tokens) <= longest:
+            self.token_error = (f"tokens: type {MIN_SEQ_LEN} to {longest} letters a-z (spaces optional); "
+                                f"got {len(tokens)}")
+            return None
+        self.token_error = None
+        return np.asarray(tokens)
+
+    def _compute_trained(self):
+        tokens = self._parse_tokens()
+        if tokens is None:  # keep drawing the last tokens that could be drawn; the readout says why
+            tokens = self.shown_tokens if self.shown_tokens is not None else self._default_tokens()
+        model, seq_len = self.trained_model, len(tokens)
+        mask = causal_mask(seq_len)  # (seq_len, seq_len): the mask the model was trained with
+        h = model.embed[tokens] + model.pos[:seq_len]  # (seq_len, d_model): the residual stream
+        for mha in model.layers[: self.layer.value + 1]:
+            output, weights = mha(h[None], mask)  # (1, seq_len, d_model), (1, num_heads, seq_len, seq_len)
+            h_before, h = h, h + output[0]
+        allowed = np.broadcast_to(mask, weights.shape)  # (1, num_heads, seq_len, seq_len)
+        self.x, self.output, self.weights, self.allowed = h_before[None], h[None], weights, allowed
+        self.shown_tokens, self.predictions = tokens, model.predict(tokens)  # (seq_len,) each
+        self.inputs_2d, self.outputs_2d, self.explained = embedding_shift_2d(h_before, h)
+        return weights[0], allowed[0]
+
+    @staticmethod
+    def _default_tokens():
+        from .model import encode_letters
+
+        return np.asarray(encode_letters(DEFAULT_TOKENS))
+
     def update(self):
         """Recompute, redraw the figure in place, refresh the readout and the image."""
+        trained = self.trained_weights.value
+        self._untrained_controls.layout.display = "none" if trained else None
+        self._trained_controls.layout.display = None if trained else "none"
         # The matrices here are tiny: BLAS worker threads cost far more than they save (and
         # spin on the cores matplotlib needs next), so run the computation on one thread.
         with self._blas.limit(limits=1, user_api="blas"):
@@ -245,7 +491,8 @@ class Explorer(widgets.VBox):
         num_heads, seq_len = weights.shape[:2]
         if num_heads != self._head_count:
             self._layout_head_panels(num_heads)
-        layout = (num_heads, seq_len, self.mask.value)  # what the static background shows
+        shown = (tuple(self.shown_tokens), self.layer.value) if trained else self.mask.value
+        layout = (num_heads, seq_len, trained, shown)  # what the static background shows
         if layout != self._background_layout:
             self._update_background(seq_len)
         extent = (-0.5, seq_len - 0.5, seq_len - 0.5, -0.5)
@@ -258,20 +505,36 @@ class Explorer(widgets.VBox):
         self.image.value = self._render_png(layout)
         self.renders += 1
 
+    def _letters(self):
+        """The shown tokens as letters (trained), one per position."""
+        from .model import decode_tokens
+
+        return decode_tokens(self.shown_tokens).split()
+
     def _update_background(self, seq_len):
-        """Ticks and titles: the parts that change only with num_heads, seq_len or the mask."""
-        ticks = MaxNLocator(nbins=4, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
-        ticks = ticks[(ticks >= 0) & (ticks <= seq_len - 1)]
+        """Ticks and titles: the parts that change only with num_heads, seq_len, the mask or the tokens."""
+        trained = self.trained_weights.value
+        if trained and seq_len <= 16:
+            ticks = np.arange(seq_len)
+        else:
+            ticks = MaxNLocator(nbins=4, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
+            ticks = ticks[(ticks >= 0) & (ticks <= seq_len - 1)].astype(int)
+        labels = [self._letters()[t] for t in ticks] if trained else [str(t) for t in ticks]
         limits = (-0.5, seq_len - 0.5)
-        padding = self.mask.value == "padding"
+        padding = not trained and self.mask.value == "padding"
         for ax in self.head_axes:
             (line,) = ax.lines  # the padding boundary
             line.set_visible(padding)
             line.set_ydata([padded_length(seq_len) - 0.5] * 2)
             ax.set_xlim(limits)
             ax.set_ylim(limits[::-1])  # query 0 at the top, like a matrix
-            ax.set_xticks(ticks if ax.xaxis.get_label_text() else [])  # ticks only on the outer panels
-            ax.set_yticks(ticks if ax.yaxis.get_label_text() else [])
+            for axis in (ax.xaxis, ax.yaxis):  # ticks only on the outer panels
+                outer = bool(axis.get_label_text())
+                axis.set_ticks(ticks if outer else [], labels=labels if outer else [])
+        if trained:
+            self._title.set_text(f"attention weights of layer {self.layer.value} of the trained model\n"
+                                 "one panel per head  ·  row = query, column = key  ·  grey = masked (causal)")
+            return
         grey = {"none": "", "causal": "\ngrey = masked: the weight is exactly 0",
                 "padding": "\ngrey = masked (weight exactly 0); below the dashes: padding queries"}[self.mask.value]
         self._title.set_text(f"attention weights of sequence {SHOWN + 1} of a batch of 2\n"
@@ -360,7 +623,9 @@ class Explorer(widgets.VBox):
 
     def _update_pca_panel(self, seq_len):
         ax, start, end = self.pca_axes, self.inputs_2d, self.outputs_2d  # (seq_len, 2) each
-        real = np.arange(seq_len) < (padded_length(seq_len) if self.mask.value == "padding" else seq_len)
+        trained = self.trained_weights.value
+        padding = not trained and self.mask.value == "padding"
+        real = np.arange(seq_len) < (padded_length(seq_len) if padding else seq_len)
         colors = np.where(real, _INPUT_COLOR, _PAD_COLOR)
         self.pca_inputs.set_offsets(start)
         self.pca_inputs.set_edgecolors(colors)
@@ -377,19 +642,24 @@ class Explorer(widgets.VBox):
         margin = 0.08 * (high - low).max() + 1e-9
         ax.set_xlim(low[0] - margin, high[0] + margin)
         ax.set_ylim(low[1] - margin, high[1] + 2.5 * margin)  # room for the legend
-        every = 1 if seq_len <= 16 else 4  # beyond 16 tokens the numbers would overlap: label every 4th
-        for i, label in enumerate(self._pca_labels):  # the position number, just past each output
+        every = 1 if seq_len <= 16 else 4  # beyond 16 tokens the labels would overlap: label every 4th
+        names = self._letters() if trained else [str(i) for i in range(seq_len)]
+        for i, label in enumerate(self._pca_labels):  # the position number (or letter), just past each output
             label.set_visible(i < seq_len and i % every == 0)
             if i < seq_len:
                 direction = delta[i] / (np.linalg.norm(delta[i]) + 1e-12)
                 label.set_position(end[i] + 0.55 * margin * direction)
                 label.set_color(colors[i])
-        self._pca_title.set_text(f"where the layer moved each token\n"
+                label.set_text(names[i])
+        what = f"layer {self.layer.value} moved each token" if trained else "the layer moved each token"
+        self._pca_title.set_text(f"where {what}\n"
                                  f"(PCA of inputs + outputs: {100 * self.explained.sum():.0f}% of variance)")
 
     # -- text -------------------------------------------------------------------------
 
     def _readout_html(self, weights):
+        if self.trained_weights.value:
+            return self._trained_readout_html(weights)
         num_heads, seq_len = weights.shape[:2]
         sums = weights.sum(axis=-1)  # (num_heads, seq_len): one sum per head and query
         per_query = _runs([f"{s:.3f}" for s in sums[0]])
@@ -406,13 +676,44 @@ class Explorer(widgets.VBox):
             f"<code>row sums, queries 0 to {seq_len - 1} ({heads_note}): {per_query}{pad_note}</code>"
         )
 
+    def _trained_readout_html(self, weights):
+        from .model import decode_tokens
+
+        model, tokens = self.trained_model, self.shown_tokens
+        num_heads, seq_len = weights.shape[:2]
+        letters = html.escape(" ".join(self._letters()))
+        lines = [f"<code>trained model · layer {self.layer.value} of {len(model.layers)} · num_heads={num_heads} · "
+                 f"d_k={model.d_model // num_heads} · mask=causal · {seq_len} tokens: {letters}</code>"]
+        if self.token_error:
+            lines.insert(0, f"<code style='color:#b00020'>{html.escape(self.token_error)}; still showing the tokens "
+                            "below</code>")
+        previous = " ".join(f"{s:.2f}" for s in previous_token_scores(weights))
+        lines.append(f"<code>previous-token score per head (weight on the key just before): {previous}</code>")
+        induction = induction_scores(weights, tokens)
+        if induction is None:
+            lines.append("<code>induction score per head: no letter repeats yet (type one twice)</code>")
+        else:
+            scores = " ".join(f"{s:.2f}" for s in induction)
+            lines.append(f"<code>induction score per head (weight on the key after the query letter's earlier "
+                         f"occurrence): {scores}</code>")
+        lines.append(f"<code>the model's guess for the next letter, after each token: "
+                     f"{html.escape(decode_tokens(self.predictions))}</code>")
+        return "<br>".join(lines)
+
     def _explanation_html(self, seq_len):
-        mask = self.mask.value
-        if mask == "none":
+        if self.trained_weights.value:
+            text = ("The chapter's trained model (notebook 07): two layers of attention, no MLP, trained to continue "
+                    "sequences of random letters that repeat. It reads the letters in the tokens box. Once a letter "
+                    "repeats, induction heads in layer 1 look from it to the letter that followed its earlier "
+                    "occurrence, and that letter is the model's guess for what comes next: type a b c d x a b c and "
+                    "look at the last three rows of layer 1 (the induction score says which heads do it). "
+                    "Layer 0 prepares the keys they match (the previous-token score "
+                    "shows which of its heads look one token back). Switch to untrained for a random layer.")
+        elif self.mask.value == "none":
             text = ("Every query may look at every key, so each row of a heatmap shares out a total weight of 1 "
                     "among all positions. The heads share the input but each has its own slice of "
                     "W_qkv, so they put their weight in different places.")
-        elif mask == "causal":
+        elif self.mask.value == "causal":
             text = ("The causal mask lets query i see keys 0 to i only: everything above the diagonal is grey, and "
                     "row 0 puts all its weight on key 0. Move seq_len: the rows that were already there do "
                     "not change, because no query can see the tokens added after it.")
@@ -425,7 +726,8 @@ class Explorer(widgets.VBox):
         return f"<div style='max-width:900px;font-size:0.95em;line-height:1.35'>{text}</div>"
 
 
-def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none"):
+def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *, trained=False, tokens=DEFAULT_TOKENS,
+             layer=1):
     """Build the interactive multi-head attention explorer.
 
     Parameters
@@ -435,13 +737,21 @@ def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none"):
         Must divide ``d_model`` and be at most ``MAX_HEADS`` = 8; see :func:`head_choices`.
     seq_len : int in [2, 32], default 8
     seed : int in [0, 2**32 - 1], default 123
-        Seeds both the input tokens and the weights.
+        Seeds the random tokens and, independently, the weights (see :func:`random_tokens`).
     mask : {"none", "causal", "padding"}, default "none"
+    trained : bool, keyword only, default False
+        Start with the trained model ("trained (induction)") instead of the untrained layer.
+    tokens : str, keyword only, default ``"a b c d x a b c"``
+        What the trained model reads: 2 to 32 letters a-z, spaces optional.
+    layer : int, keyword only, default 1
+        The trained model's layer shown: 0 or 1.
 
     Returns
     -------
     Explorer
-        An ``ipywidgets.VBox``: show it with ``display(explorer())`` or as a cell's last line.
+        An ``ipywidgets.VBox``: show it as a cell's last line or with ``display(explorer())``.
+        Displayed that way it also leaves a static copy of its picture for renderers without a
+        kernel.
 
     Raises
     ------
@@ -460,10 +770,20 @@ def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none"):
     seq_len = _checks.positive_int("seq_len", seq_len)
     if not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
         raise ValueError(f"seq_len must be in [{MIN_SEQ_LEN}, {MAX_SEQ_LEN}]; got {seq_len}")
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int; got {seed!r} of type {type(seed).__name__}")
-    if not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be in [0, {MAX_SEED}]; got {seed}")
+    seed = _checks.seed(seed)
     if mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}; got {mask!r}")
-    return Explorer(d_model=d_model, num_heads=num_heads, seq_len=seq_len, seed=int(seed), mask=mask)
+    trained = _checks.flag("trained", trained)
+    if not isinstance(tokens, str):
+        raise TypeError(f"tokens must be a str of letters, like {DEFAULT_TOKENS!r}; got {tokens!r}")
+    from .model import encode_letters
+
+    letters = encode_letters(tokens)  # a ValueError names any character that is not a letter
+    if not MIN_SEQ_LEN <= len(letters) <= MAX_SEQ_LEN:
+        raise ValueError(f"tokens must hold {MIN_SEQ_LEN} to {MAX_SEQ_LEN} letters; got {len(letters)} in {tokens!r}")
+    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"layer must be an int; got {layer!r} of type {type(layer).__name__}")
+    if not 0 <= layer < TRAINED_LAYERS:
+        raise ValueError(f"layer must be in [0, {TRAINED_LAYERS - 1}]; got {layer}")
+    return Explorer(d_model=d_model, num_heads=num_heads, seq_len=seq_len, seed=seed, mask=mask, trained=trained,
+                    tokens=tokens, layer=int(layer))
