@@ -15,15 +15,20 @@ teaching path, which never imports it. Argument checks live in :mod:`mhattn._che
 """
 
 from .attention import scaled_dot_product_attention
+from .engine import FastMultiHeadAttention, KVCache, blockwise_attention, flash_attention
 from .heads import combine_heads, split_heads
 from .masks import causal_mask, padding_mask
 from .multihead import MultiHeadAttention
 from .softmax import softmax
 
 __all__ = [
+    "FastMultiHeadAttention",
+    "KVCache",
     "MultiHeadAttention",
+    "blockwise_attention",
     "causal_mask",
     "combine_heads",
+    "flash_attention",
     "padding_mask",
     "scaled_dot_product_attention",
     "softmax",

@@ -343,8 +343,8 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
                 "mask must be None with kv_cache: decoding with a cache is causal by construction (each new "
                 "token sees every cached token and the new ones before it), and the cache builds that mask"
             )
-        if not callable(getattr(kv_cache, "extend", None)):
-            raise TypeError(f"kv_cache must be an mhattn.KVCache (with an extend method); got {kv_cache!r}")
+        if not _is_kv_cache(kv_cache):
+            raise TypeError(f"kv_cache must be an mhattn.KVCache(); got {kv_cache!r} of type {type(kv_cache).__name__}")
     dtype, result_dtype = compute_dtype(x, *(() if context is None else (context,)))
     seq_k = x.shape[1] if context is None else context.shape[1]
     mask = mask_array(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
@@ -352,6 +352,19 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
         context = context.astype(dtype, copy=False)
     arguments = {"self": self, "x": x.astype(dtype, copy=False), "mask": mask, "need_weights": need_weights}
     return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype
+
+
+def _is_kv_cache(value):
+    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol, ``extend(K_new, V_new, *, owner)``?
+
+    Checked by shape of the method, not by class, so the teaching path need not import the
+    engine (a list has an ``extend`` too, but not this one).
+    """
+    extend = getattr(value, "extend", None)
+    try:
+        return callable(extend) and "owner" in inspect.signature(extend).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def _tokens(name, value, d_model):

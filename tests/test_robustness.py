@@ -270,3 +270,14 @@ def test_a_call_leaves_no_threads_and_no_process_state_behind():
     assert threading.active_count() == before_threads
     assert threadpool_info() == before_blas
     assert np.geterr() == before_errstate
+
+
+@pytest.mark.parametrize("not_a_cache", [[], {}, "cache"])
+def test_kv_cache_must_be_a_kv_cache_not_anything_with_an_extend(not_a_cache):
+    with pytest.raises(TypeError, match=r"kv_cache must be an mhattn.KVCache\(\); got "):
+        MultiHeadAttention(8, 2)(np.ones((1, 1, 8)), kv_cache=not_a_cache)
+
+
+def test_the_engine_and_production_names_are_exported_at_top_level():
+    for name in ("FastMultiHeadAttention", "KVCache", "blockwise_attention", "flash_attention"):
+        assert getattr(mhattn, name) is getattr(mhattn.engine, name)

@@ -1,0 +1,125 @@
+"""flash_attention (query and key tiles, online softmax) against the query-block path.
+
+Run from the repository root::
+
+    python benchmarks/bench_flash.py            # under a minute on an idle 2-core machine
+    python benchmarks/bench_flash.py --quick    # fewer repeats, memory up to 8k
+    python benchmarks/bench_flash.py --threads 1
+
+Two measurements, side by side in one run:
+
+* **Time** at the issue's shape, ``(batch, seq_len, d_model, num_heads) = (1, 4096, 256, 4)``,
+  float32, no weights: ``Q, K, V`` of shape ``(1, 4, 4096, 64)``, with and without a causal
+  mask. ``mhattn.engine.flash_attention`` against ``mhattn.engine.blockwise_attention`` (the
+  query-block path), both with their default block sizes. The two alternate call by call,
+  and which goes first alternates too; each line gives the medians and the median of the
+  back-to-back ratios (neighbouring calls see the same load from the rest of the machine).
+  Target: flash / blocks <= 1.5.
+* **Memory**: ``tracemalloc``'s peak during one call (NumPy reports every buffer to it), minus
+  the output (and, for flash, the log-sum-exp) that the call returns: the *extra* memory.
+  From seq_len 1k to 16k, one head of 64 in float32 (more heads multiply both columns). Flash holds one tile of
+  ``block_q x block_k`` scores per head group whatever seq_len is. The query blocks hold
+  ``BLOCK_SCORES`` scores too, by shrinking the block to ``BLOCK_SCORES // seq_k`` rows, which
+  works until a single row no longer fits (seq_k > 2**17); their key norms add ``seq_k``
+  numbers per head.
+
+Both outputs are checked equal (to float32 rounding) before anything is timed.
+"""
+
+import argparse
+import gc
+import statistics
+import time
+import tracemalloc
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from mhattn import causal_mask
+from mhattn.engine import blockwise_attention, flash_attention
+
+MiB = 2**20
+
+
+def inputs(seq_len, num_heads=4, d_k=64, seed=0):
+    generator = np.random.default_rng(seed)
+    return tuple(generator.standard_normal((1, num_heads, seq_len, d_k), dtype=np.float32) for _ in range(3))
+
+
+def side_by_side(calls, repeats):
+    """``{name: median seconds}`` and the median ratio of each to the first, calls alternating."""
+    for call in calls.values():
+        call()  # warm up
+    samples = {name: [] for name in calls}
+    order = list(calls.items())
+    for r in range(repeats):
+        for name, call in order if r % 2 == 0 else order[::-1]:
+            start = time.perf_counter()
+            call()
+            samples[name].append(time.perf_counter() - start)
+    first = next(iter(calls))
+    ratios = {
+        name: statistics.median(a / b for a, b in zip(samples[name], samples[first], strict=True)) for name in calls
+    }
+    return {name: statistics.median(s) for name, s in samples.items()}, ratios
+
+
+def extra_peak(call):
+    """tracemalloc's peak during ``call()`` minus the bytes of the arrays it returns."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = call()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    arrays = result if isinstance(result, tuple) else (result,)
+    return peak - sum(a.nbytes for a in arrays)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 repeats instead of 7, memory up to 8k")
+    parser.add_argument("--threads", type=int, help="BLAS threads (default: NumPy's)")
+    args = parser.parse_args()
+    if args.threads:
+        threadpool_limits(limits=args.threads, user_api="blas")
+    repeats = 3 if args.quick else 7
+
+    Q, K, V = inputs(4096)
+    print("Time at (batch, seq_len, d_model, heads) = (1, 4096, 256, 4), float32, no weights")
+    print(f"{'mask':>8} {'blocks (ms)':>12} {'flash (ms)':>11} {'flash / blocks':>15}")
+    for label, mask in (("none", None), ("causal", causal_mask(4096))):
+        expected = blockwise_attention(Q, K, V, mask)
+        output = flash_attention(Q, K, V, mask)
+        np.testing.assert_allclose(output, expected, rtol=0, atol=1e-5, err_msg=f"outputs differ ({label})")
+        seconds, ratios = side_by_side(
+            {
+                "blocks": lambda m=mask: blockwise_attention(Q, K, V, m),
+                "flash": lambda m=mask: flash_attention(Q, K, V, m),
+            },
+            repeats,
+        )
+        verdict = "ok" if ratios["flash"] <= 1.5 else "ABOVE the 1.5x target"
+        print(
+            f"{label:>8} {seconds['blocks'] * 1e3:12.1f} {seconds['flash'] * 1e3:11.1f} "
+            f"{ratios['flash']:15.2f}  ({verdict})"
+        )
+
+    print()
+    print("Extra peak memory (tracemalloc, output excluded), one head of 64, float32, no mask")
+    print(f"{'seq_len':>8} {'output (MiB)':>13} {'blocks (MiB)':>13} {'flash (MiB)':>12}")
+    seq_lens = [1024, 2048, 4096, 8192] + ([] if args.quick else [16384])
+    flash_peaks = []
+    for n in seq_lens:
+        Q, K, V = inputs(n, num_heads=1)
+        blocks = extra_peak(lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V))
+        flash = extra_peak(lambda Q=Q, K=K, V=V: flash_attention(Q, K, V, return_lse=True))
+        flash_peaks.append(flash)
+        print(f"{n:>8} {Q.nbytes / MiB:13.2f} {blocks / MiB:13.3f} {flash / MiB:12.3f}")
+    spread = (max(flash_peaks) - min(flash_peaks)) / MiB
+    print(f"flash: extra memory varies by {spread:.3f} MiB from seq_len {seq_lens[0]} to {seq_lens[-1]}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+r"""Attention one tile of keys at a time: the online softmax of FlashAttention.
+
+Query blocks (:mod:`mhattn.engine.blocks`) cut the *queries* into blocks, but every block
+still holds a whole row of scores, ``seq_k`` of them per query. To bound memory by the
+block sizes alone we must also cut the *keys*, and then no tile holds a whole row: the
+softmax's maximum and sum are not known until the last tile of keys has been seen.
+
+The online softmax (Milakov & Gimelshein 2018) keeps, for every query row, a running
+maximum ``m``, a running sum ``l`` of ``exp(score - m)`` and a running unnormalised output
+``acc = sum exp(score - m) * v`` (``row_max``, ``row_sum`` and ``acc`` in the code). When a
+new tile raises the maximum from ``m`` to ``m_new``, everything summed so far was measured
+against the old maximum, and one factor corrects it:
+
+.. math::
+
+    \alpha = e^{m - m_\text{new}}, \qquad
+    l \leftarrow \alpha\, l + \sum_j e^{s_j - m_\text{new}}, \qquad
+    \text{acc} \leftarrow \alpha\, \text{acc} + \sum_j e^{s_j - m_\text{new}} v_j .
+
+After the last tile, ``output = acc / l`` is exactly the softmax-weighted average, and
+``m + log(l)`` is the row's log-sum-exp, all a backward pass needs to rebuild any weight as
+``exp(score - lse)``. This is Algorithm 1 of Dao et al. (2022), with the division by ``l``
+moved to the end as in FlashAttention-2 (Dao 2023).
+
+Like the query blocks, the loop runs on the caller's thread; NumPy's BLAS threads the
+matrix products inside each tile.
+"""
+
+import math
+
+import numpy as np
+
+from .. import _checks
+
+# Scores per tile: 2**17 float32 scores (512 KiB) stay in a core's L2 cache through every
+# pass over the tile. Key tiles of KEY_TILE keys; query tiles fill the rest.
+TILE_SCORES = 2**17
+KEY_TILE = 512
+
+
+def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, return_lse=False):
+    """Scaled dot-product attention with tiled queries *and* keys (the online softmax).
+
+    The same numbers as :func:`mhattn.scaled_dot_product_attention`'s output, up to
+    rounding, with the same checks, dtypes and fully-masked-row rule; the extra memory
+    depends on the tile sizes only, never on ``seq_k``.
+
+    Parameters
+    ----------
+    Q : ndarray of shape ``(..., seq_q, d_k)``
+    K : ndarray of shape ``(..., seq_k, d_k)``
+    V : ndarray of shape ``(..., seq_k, d_v)``
+    mask : ndarray of bool, optional
+        True = may attend; shape ``(seq_q, seq_k)``, or for 4-D inputs
+        ``(batch or 1, heads or 1, seq_q, seq_k)``. A query with no allowed key gets an
+        output of zeros (and a log-sum-exp of ``-inf``).
+    block_q : int, optional
+        Queries per tile (of one head). By default a tile holds about ``TILE_SCORES``
+        scores.
+    block_k : int, optional
+        Keys per tile. Default ``KEY_TILE`` (or ``seq_k`` if shorter).
+    return_lse : bool, default False
+        Also return each query's log-sum-exp of its scaled scores,
+        ``log(sum_j exp(q . k_j / sqrt(d_k)))`` over the keys it may attend to.
+
+    Returns
+    -------
+    output : ndarray of shape ``(..., seq_q, d_v)``
+        In the dtype of the inputs (float16 is computed in float32). Returned alone when
+        ``return_lse`` is False.
+    lse : ndarray of shape ``(..., seq_q)``
+        Only with ``return_lse=True``, in the dtype the computation ran in (float32 for
+        float16 inputs). ``-inf`` for a fully masked query: the log of an empty sum.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For the inputs :func:`mhattn.scaled_dot_product_attention` rejects, and for a
+        ``block_q`` or ``block_k`` that is not a positive int, or a non-bool ``return_lse``.
+    FloatingPointError
+        If a score ``q . k / sqrt(d_k)`` overflows (finite but enormous ``Q`` and ``K``), or
+        the output does not fit the output dtype.
+    """
+    block_q = None if block_q is None else _checks.positive_int("block_q", block_q)
+    block_k = None if block_k is None else _checks.positive_int("block_k", block_k)
+    return_lse = _checks.flag("return_lse", return_lse)
+    arguments, result_dtype = _checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 arrives as float32
+    output, lse = attention_in_tiles(
+        arguments["Q"], arguments["K"], arguments["V"], arguments["mask"], block_q=block_q, block_k=block_k
+    )
+    if result_dtype is not None:
+        output = output.astype(result_dtype)
+        if not _all_finite(output):
+            raise FloatingPointError(f"the attention output overflows {result_dtype.name}: |V| is too large")
+    return (output, lse) if return_lse else output
+
+
+def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None):
+    """:func:`flash_attention` for checked arrays; returns ``(output, lse)``.
+
+    ``mask`` must broadcast to ``(..., seq_q, seq_k)``.
+    """
+    dtype = np.result_type(Q, K, V)
+    work = np.float32 if dtype == np.float16 else dtype  # float16 has too few digits to sum seq_k terms
+    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    lead = leading or (1,)  # at least one leading axis (its last one is usually the heads)
+    (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
+    # Views that give every array the same leading axes (no copies).
+    Q = np.broadcast_to(Q, lead + (seq_q, d_k))
+    K = np.broadcast_to(K.astype(work, copy=False), lead + (seq_k, d_k))
+    V = np.broadcast_to(V.astype(work, copy=False), lead + (seq_k, d_v))
+    if mask is not None:
+        mask = np.broadcast_to(mask, lead + (seq_q, seq_k))
+    output = np.empty(lead + (seq_q, d_v), dtype=work)  # (..., seq_q, d_v)
+    lse = np.empty(lead + (seq_q,), dtype=work)  # (..., seq_q)
+
+    heads, rows, keys = _tile_shape(lead[-1], seq_q, seq_k, block_q, block_k)
+    tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None)
+    tiles.check_scores = _scores_may_overflow(Q, K, work)
+    v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for explicitly, with a clear message
+        for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
+            for head in range(0, lead[-1], heads):
+                h = slice(head, head + heads)
+                for start in range(0, seq_q, rows):
+                    q = slice(start, start + rows)
+                    block_mask = None if mask is None else mask[outer][h, q]  # (heads, rows, seq_k)
+                    tile = (Q[outer][h, q], K[outer][h], V[outer][h], block_mask)
+                    output[outer][h, q], lse[outer][h, q] = _attend_query_tile(*tile, v_scale, tiles)
+
+    if v_scale != 1:
+        output /= v_scale  # a power of two: exact
+    if dtype != work:
+        output = output.astype(dtype)
+    if not _all_finite(output):  # only if V is within rounding of the largest float
+        raise FloatingPointError(f"the attention output overflows {np.dtype(dtype).name}: |V| is too large")
+    if not leading:  # 2-D inputs: drop the leading axis we added
+        return output[0], lse[0]
+    return output, lse
+
+
+def _attend_query_tile(q, K, V, mask, v_scale, tiles):
+    """One tile of queries against every tile of keys: the online softmax.
+
+    Shapes: ``q (heads, rows, d_k)``, ``K (heads, seq_k, d_k)``, ``V (heads, seq_k, d_v)``,
+    ``mask (heads, rows, seq_k)`` or None. Returns the tile's output ``(heads, rows, d_v)``
+    and log-sum-exp ``(heads, rows)`` (views of scratch arrays, copied out by the caller).
+    """
+    q = tiles.scaled_queries(q)  # (heads, rows, d_k), times 1 / sqrt(d_k)
+    row_max, row_sum, acc = tiles.start(q.shape[:2])  # running max -inf, running sum 0, running output 0
+    for start in range(0, K.shape[-2], tiles.keys):
+        k = slice(start, start + tiles.keys)
+        allowed = None if mask is None else mask[..., k]  # (heads, rows, keys)
+        if allowed is not None and not allowed.any():
+            continue  # a tile nobody may attend to adds nothing (half the tiles of a causal mask)
+        s = tiles.scores(q, K[:, k], allowed)  # (heads, rows, keys): scaled scores, -inf where masked
+        new_max = np.maximum(row_max, s.max(axis=-1))  # (heads, rows): the running max, raised by this tile
+        shift = np.where(np.isneginf(new_max), 0.0, new_max)  # a row masked so far: exp(-inf - 0) = 0, not NaN
+        alpha = np.exp(row_max - shift)  # (heads, rows): rescales what was summed against the old max
+        np.subtract(s, shift[..., None], out=s)
+        p = np.exp(s, out=s)  # (heads, rows, keys): every exponent <= 0, no overflow
+        row_sum *= alpha
+        row_sum += p @ tiles.ones[: p.shape[-1]]  # row sums, by BLAS (faster than p.sum(-1))
+        acc *= alpha[..., None]
+        acc += p @ (V[:, k] if v_scale == 1 else V[:, k] * v_scale)  # (heads, rows, d_v)
+        row_max[...] = new_max
+    with np.errstate(divide="ignore"):  # log(0) = -inf for a fully masked row: the log of an empty sum
+        row_lse = row_max + np.log(row_sum)
+    acc /= np.where(row_sum == 0, 1, row_sum)[..., None]  # a fully masked row: 0 / 1 = 0
+    return acc, row_lse
+
+
+def _tile_shape(num_heads, seq_q, seq_k, block_q, block_k):
+    """``(heads, rows, keys)`` of one tile.
+
+    ``keys`` is ``block_k`` or ``KEY_TILE``, at most ``seq_k``. ``rows`` is ``block_q`` or
+    as many as fill ``TILE_SCORES`` scores; if a whole head fits, a tile is several heads.
+    """
+    keys = min(block_k or KEY_TILE, max(seq_k, 1))
+    seq_q = max(seq_q, 1)  # no queries: one empty tile
+    if block_q is not None:
+        return 1, min(block_q, seq_q), keys
+    if seq_q * keys <= TILE_SCORES:
+        return max(1, min(num_heads, TILE_SCORES // (seq_q * keys))), seq_q, keys
+    return 1, max(1, TILE_SCORES // keys), keys
+
+
+class _Tiles:
+    """Scratch arrays for one tile, allocated once and reused by every tile."""
+
+    def __init__(self, heads, rows, keys, d_k, d_v, dtype, masked):
+        self.keys = keys
+        self.q = np.empty((heads, rows, d_k), dtype=dtype)
+        self.s = np.empty((heads, rows, keys), dtype=dtype)
+        self.blocked = np.empty((heads, rows, keys), dtype=bool) if masked else None
+        self.row_max = np.empty((heads, rows), dtype=dtype)
+        self.row_sum = np.empty((heads, rows), dtype=dtype)
+        self.acc = np.empty((heads, rows, d_v), dtype=dtype)
+        self.ones = np.ones(keys, dtype=dtype)
+        self.check_scores = False
+
+    def scaled_queries(self, q):
+        out = self.q[: q.shape[0], : q.shape[1]]
+        return np.multiply(q, 1.0 / math.sqrt(q.shape[-1]), out=out, dtype=out.dtype)  # float16 queries: in float32
+
+    def start(self, shape):
+        row_max, row_sum, acc = (a[: shape[0], : shape[1]] for a in (self.row_max, self.row_sum, self.acc))
+        row_max.fill(-np.inf)
+        row_sum.fill(0)
+        acc.fill(0)
+        return row_max, row_sum, acc
+
+    def scores(self, q, k, allowed):
+        s = self.s[: q.shape[0], : q.shape[1], : k.shape[1]]
+        np.matmul(q, k.swapaxes(-1, -2), out=s)  # (heads, rows, keys)
+        blocked = None
+        if allowed is not None:
+            blocked = np.logical_not(allowed, out=self.blocked[: s.shape[0], : s.shape[1], : s.shape[2]])
+        if self.check_scores:
+            _check_scores(s, blocked)
+        if blocked is not None:
+            np.copyto(s, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
+        return s
+
+
+def _all_finite(X):
+    """``np.isfinite(X).all()`` without a temporary the size of ``X`` (max and min propagate NaN)."""
+    return X.size == 0 or bool(np.isfinite(X.max()) and np.isfinite(X.min()))
+
+
+def _max_abs(X):
+    """``max |X|`` without a temporary the size of ``X`` (0 for an empty ``X``)."""
+    return max(float(X.max(initial=0.0)), -float(X.min(initial=0.0)))
+
+
+def _scores_may_overflow(Q, K, dtype):
+    """Whether any ``q . k / sqrt(d_k)`` could overflow ``dtype``: then every tile is checked.
+
+    ``|q . k| <= d_k * max|q| * max|k|``; below half the largest float nothing overflows.
+    """
+    d_k = Q.shape[-1]
+    bound = math.sqrt(d_k) * _max_abs(Q) * _max_abs(K)  # d_k / sqrt(d_k)
+    return not bound < float(np.finfo(dtype).max) / 2
+
+
+def _value_scale(V, seq_k, dtype):
+    """A power of two that keeps ``sum_j p_j v_j`` (each ``p_j <= 1``) from overflowing.
+
+    The running output sums up to ``seq_k`` values before it is divided by ``l``: for values
+    near the largest float that sum could overflow where the average does not. Scaling V by
+    a power of two, and the output back, changes no digit.
+    """
+    limit = float(np.finfo(dtype).max) / (4 * max(seq_k, 1))
+    largest = _max_abs(V)
+    if largest <= limit:
+        return 1
+    return 2.0 ** -math.ceil(math.log2(largest / limit))
+
+
+def _check_scores(scores, blocked):
+    """Raise ``FloatingPointError`` if a score that may be attended to overflowed to +-inf."""
+    overflowed = ~np.isfinite(scores)
+    if blocked is not None:
+        overflowed &= ~blocked
+    if overflowed.any():
+        raise FloatingPointError(
+            f"the attention scores Q @ K.T / sqrt(d_k) overflow {scores.dtype.name}: Q and K are too large"
+        )

@@ -1,0 +1,307 @@
+"""flash_attention: the online softmax over key tiles gives the teaching path's numbers.
+
+Tolerances are derived, not tuned. Both paths compute the same sums in different orders:
+
+* a score ``q . k / sqrt(d_k)`` carries a rounding error of at most about ``d_k * eps * S``,
+  where ``S = max|q| * max|k| / sqrt(d_k)`` bounds every score (Cauchy-Schwarz);
+* ``exp`` turns an absolute score error into the same *relative* weight error; the row sum
+  of ``seq_k`` terms and the division add ``(seq_k + 4) * eps`` relative;
+* the output, a weighted average of values, inherits that relative error times ``max|v|``.
+
+Each path is within that of the exact answer, so they are within twice it of each other.
+float16 inputs are computed in float32 by both and rounded once at the end, which can move
+the two results apart by one more float16 unit in the last place.
+"""
+
+import math
+import re
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mhattn import causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn.engine import flash_attention
+from mhattn.engine.flash import attention_in_tiles
+
+rng = np.random.default_rng(20230714)
+
+
+def tolerance(Q, K, V):
+    """The derived bound on |flash - teaching| for these inputs (see the module docstring)."""
+    work = np.float32 if np.result_type(Q, K, V) == np.float16 else np.result_type(Q, K, V)
+    eps = float(np.finfo(work).eps)
+    d_k, seq_k = Q.shape[-1], K.shape[-2]
+    norm = lambda X: float(np.sqrt((X.astype(np.float64) ** 2).sum(axis=-1)).max(initial=0.0))  # noqa: E731
+    S = norm(Q) * norm(K) / math.sqrt(d_k)
+    max_v = float(np.abs(V.astype(np.float64)).max(initial=0.0))
+    bound = max_v * (2 * eps * (2 * d_k * S + seq_k + 4))  # in this order: 2 * max_v may overflow
+    if np.result_type(Q, K, V) == np.float16:
+        bound += float(np.finfo(np.float16).eps) * max_v  # one more rounding, to float16
+    return bound
+
+
+def assert_same_as_teaching(Q, K, V, mask=None, **blocks):
+    expected, _ = scaled_dot_product_attention(Q, K, V, mask)
+    output = flash_attention(Q, K, V, mask, **blocks)
+    assert output.shape == expected.shape
+    assert output.dtype == expected.dtype
+    np.testing.assert_allclose(output, expected, rtol=0, atol=tolerance(Q, K, V))
+    return output
+
+
+def random_qkv(q_shape, k_shape, d_v=None, dtype=np.float64, scale=1.0):
+    Q = (scale * rng.standard_normal(q_shape)).astype(dtype)
+    K = rng.standard_normal(k_shape).astype(dtype)
+    V = rng.standard_normal(k_shape[:-1] + (d_v or k_shape[-1],)).astype(dtype)
+    return Q, K, V
+
+
+BLOCKS = [{}, {"block_q": 1, "block_k": 1}, {"block_q": 3, "block_k": 7}, {"block_q": 16, "block_k": 5}]
+
+
+@pytest.mark.parametrize("blocks", BLOCKS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_equals_the_teaching_path_for_every_tile_size_and_dtype(blocks, dtype):
+    Q, K, V = random_qkv((2, 3, 19, 8), (2, 3, 19, 8), d_v=6, dtype=dtype)
+    assert_same_as_teaching(Q, K, V, **blocks)
+
+
+@pytest.mark.parametrize("blocks", BLOCKS)
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_equals_the_teaching_path_with_a_causal_mask(blocks, dtype):
+    Q, K, V = random_qkv((2, 4, 23, 8), (2, 4, 23, 8), dtype=dtype)
+    assert_same_as_teaching(Q, K, V, causal_mask(23), **blocks)
+
+
+@pytest.mark.parametrize("blocks", BLOCKS)
+def test_equals_the_teaching_path_with_a_padding_mask_on_cross_attention_shapes(blocks):
+    # Cross-attention: 11 queries against 29 keys, values of another width.
+    Q, K, V = random_qkv((3, 2, 11, 4), (3, 2, 29, 4), d_v=9)
+    mask = padding_mask([29, 13, 1], 29)  # (batch, 1, 1, seq_k)
+    assert_same_as_teaching(Q, K, V, mask, **blocks)
+
+
+@pytest.mark.parametrize("blocks", BLOCKS)
+def test_fully_masked_rows_give_zeros_and_an_lse_of_minus_infinity(blocks):
+    Q, K, V = random_qkv((2, 2, 9, 4), (2, 2, 12, 4))
+    mask = rng.random((2, 2, 9, 12)) < 0.4
+    mask[0, 1, 3] = False  # query 3 of head 1 may see nothing
+    mask[1, :, 7] = False  # query 7 in every head of the second sequence
+    output, lse = flash_attention(Q, K, V, mask, return_lse=True, **blocks)
+    assert np.all(output[0, 1, 3] == 0) and np.all(output[1, :, 7] == 0)
+    assert np.all(np.isneginf(lse[0, 1, 3])) and np.all(np.isneginf(lse[1, :, 7]))
+    assert np.isfinite(np.delete(lse[1], 7, axis=-1)).all()
+    assert_same_as_teaching(Q, K, V, mask, **blocks)
+
+
+@pytest.mark.parametrize("blocks", BLOCKS)
+def test_an_all_false_mask_gives_zeros_everywhere(blocks):
+    Q, K, V = random_qkv((5, 4), (6, 4))
+    output, lse = flash_attention(Q, K, V, np.zeros((5, 6), dtype=bool), return_lse=True, **blocks)
+    assert np.all(output == 0) and np.all(np.isneginf(lse))
+
+
+@pytest.mark.parametrize("dtype, scale", [(np.float32, 30.0), (np.float64, 300.0), (np.float16, 40.0)])
+def test_huge_logits_are_fine(dtype, scale):
+    """Scores far beyond exp's range (|score| up to thousands): the running max keeps exp <= 1."""
+    Q, K, V = random_qkv((2, 17, 16), (2, 40, 16), dtype=dtype, scale=scale)
+    scores = Q.astype(np.float64) @ np.swapaxes(K, -1, -2).astype(np.float64) / 4
+    assert np.abs(scores).max() > (709 if dtype == np.float64 else 88)  # exp(score) would overflow (f16: in f32)
+    output = assert_same_as_teaching(Q, K, V, causal_mask(40)[:17], block_q=4, block_k=6)
+    assert np.isfinite(output).all()
+
+
+def test_values_near_the_largest_float_do_not_overflow_the_running_sum():
+    """acc sums up to seq_k values before dividing by l: flash scales V by an exact power of two."""
+    Q, K, _ = random_qkv((3, 8), (50, 8))
+    V = rng.uniform(-1, 1, (50, 3)) * np.finfo(np.float64).max
+    output = assert_same_as_teaching(Q, K, V, block_k=50)
+    assert np.isfinite(output).all()
+
+
+def test_scores_that_overflow_raise_like_the_teaching_path():
+    Q, K, V = random_qkv((3, 4), (5, 4))
+    Q = Q * 1e200
+    K = K * 1e200
+    with pytest.raises(FloatingPointError):
+        scaled_dot_product_attention(Q, K, V)
+    with pytest.raises(FloatingPointError, match="scores Q @ K.T / sqrt\\(d_k\\) overflow float64"):
+        flash_attention(Q, K, V)
+
+
+def test_scores_that_overflow_only_where_masked_are_fine():
+    Q, K, V = random_qkv((3, 4), (5, 4))
+    K[4] = 1e308 * np.sign(Q[0])  # q0 . k4 is about 3e308: beyond float64, but key 4 is masked
+    mask = np.ones((3, 5), dtype=bool)
+    mask[:, 4] = False
+    expected, _ = scaled_dot_product_attention(Q, K, V, mask)
+    output = flash_attention(Q, K, V, mask, block_k=2)
+    np.testing.assert_allclose(output, expected, rtol=0, atol=tolerance(Q, K[:4], V[:4]))  # the keys that count
+
+
+def test_broadcast_leading_axes_like_the_teaching_path():
+    """Shared keys and values across heads (multi-query layout), 2-D mask."""
+    Q, K, V = random_qkv((2, 4, 10, 8), (2, 1, 13, 8))
+    mask = rng.random((10, 13)) < 0.7
+    assert_same_as_teaching(Q, K, V, mask, block_q=3, block_k=4)
+
+
+def test_lse_is_the_log_sum_exp_of_the_allowed_scaled_scores():
+    """Independent oracle: per row, math.fsum over the allowed keys in float64."""
+    Q, K, V = random_qkv((2, 7, 4), (2, 9, 4), scale=5.0)
+    mask = rng.random((2, 7, 9)) < 0.6
+    mask[1, 2] = False
+    _, lse = flash_attention(Q, K, V, mask, return_lse=True, block_q=2, block_k=4)
+    eps, S = np.finfo(np.float64).eps, np.linalg.norm(Q, axis=-1).max() * np.linalg.norm(K, axis=-1).max() / 2
+    for b in range(2):
+        for i in range(7):
+            scores = [float(Q[b, i] @ K[b, j]) / 2 for j in range(9) if mask[b, i, j]]
+            if not scores:
+                assert np.isneginf(lse[b, i])
+                continue
+            top = max(scores)
+            expected = top + math.log(math.fsum(math.exp(s - top) for s in scores))
+            # score rounding (d_k eps S, twice: ours and the oracle's), the sum, the log
+            assert abs(lse[b, i] - expected) <= eps * (2 * 4 * S + 9 + 4 + abs(expected))
+
+
+def test_the_weights_rebuilt_from_the_lse_are_the_teaching_weights():
+    """What a backward pass does with the lse: P = exp(scores - lse), no second softmax."""
+    Q, K, V = random_qkv((2, 3, 8, 4), (2, 3, 11, 4))
+    mask = causal_mask(11)[3:]
+    _, lse = flash_attention(Q, K, V, mask, return_lse=True, block_k=3)
+    scores = np.where(mask, Q @ np.swapaxes(K, -1, -2) / 2, -np.inf)
+    rebuilt = np.exp(scores - lse[..., None])
+    _, weights = scaled_dot_product_attention(Q, K, V, mask)
+    np.testing.assert_allclose(rebuilt, weights, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize(
+    "dtype, lse_dtype", [(np.float16, np.float32), (np.float32, np.float32), (np.float64, np.float64)]
+)
+def test_dtypes_of_output_and_lse(dtype, lse_dtype):
+    Q, K, V = random_qkv((3, 4), (5, 4), dtype=dtype)
+    output, lse = flash_attention(Q, K, V, return_lse=True)
+    assert output.dtype == dtype and lse.dtype == lse_dtype and lse.shape == (3,)
+
+
+def test_integer_inputs_are_computed_in_float64():
+    Q = np.arange(12).reshape(3, 4)
+    assert flash_attention(Q, Q, Q).dtype == np.float64
+
+
+def test_inputs_are_left_untouched():
+    Q, K, V = random_qkv((2, 9, 4), (2, 9, 4))
+    copies = [a.copy() for a in (Q, K, V)]
+    flash_attention(Q, K, V, causal_mask(9), block_q=2, block_k=2)
+    for array, copy in zip((Q, K, V), copies, strict=True):
+        np.testing.assert_array_equal(array, copy)
+
+
+def test_empty_query_or_key_axes_follow_the_teaching_path():
+    Q, K, V = random_qkv((2, 0, 4), (2, 3, 4))
+    assert flash_attention(Q, K, V).shape == (2, 0, 4)
+    Q, K, V = random_qkv((2, 3, 4), (2, 0, 4))
+    output, lse = flash_attention(Q, K, V, return_lse=True)
+    np.testing.assert_array_equal(output, scaled_dot_product_attention(Q, K, V)[0])  # zeros: nothing to see
+    assert np.all(np.isneginf(lse))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.integers(1, 2),
+    seq_q=st.integers(1, 20),
+    seq_k=st.integers(1, 20),
+    d_k=st.integers(1, 6),
+    d_v=st.integers(1, 5),
+    block_q=st.integers(1, 24),
+    block_k=st.integers(1, 24),
+    dtype=st.sampled_from([np.float32, np.float64]),
+    masked=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_any_shape_tile_sizes_and_mask_match_the_teaching_path(
+    batch, seq_q, seq_k, d_k, d_v, block_q, block_k, dtype, masked, seed
+):
+    generator = np.random.default_rng(seed)
+    Q = generator.standard_normal((batch, seq_q, d_k)).astype(dtype)
+    K = generator.standard_normal((batch, seq_k, d_k)).astype(dtype)
+    V = generator.standard_normal((batch, seq_k, d_v)).astype(dtype)
+    mask = generator.random((seq_q, seq_k)) < 0.6 if masked else None
+    assert_same_as_teaching(Q, K, V, mask, block_q=block_q, block_k=block_k)
+
+
+def extra_peak_bytes(seq_len, block_q, block_k):
+    """tracemalloc's peak during the tiled loop, minus the output and the lse it returns."""
+    Q = np.ones((1, 2, seq_len, 8), dtype=np.float32)
+    mask = causal_mask(seq_len)
+    tracemalloc.start()
+    try:
+        output, lse = attention_in_tiles(Q, Q, Q, mask, block_q=block_q, block_k=block_k)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak - output.nbytes - lse.nbytes
+
+
+def test_extra_memory_depends_on_the_tile_sizes_not_on_seq_len():
+    """Memory, not time: tracemalloc counts every NumPy buffer, the same on every run."""
+    short, long = extra_peak_bytes(256, 32, 64), extra_peak_bytes(2048, 32, 64)
+    assert long - short < 4096, f"extra peak grew from {short} to {long} bytes with seq_len"  # Python's small objects
+    assert extra_peak_bytes(2048, 64, 128) > long + (64 * 128 - 32 * 64) * 4  # bigger tiles: at least their scores
+
+
+def raises(error, message):
+    return pytest.raises(error, match=re.escape(message))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"block_q": 0}, ValueError, "block_q must be a positive int; got 0"),
+        ({"block_k": -3}, ValueError, "block_k must be a positive int; got -3"),
+        ({"block_q": 2.0}, TypeError, "block_q must be a positive int; got 2.0 of type float"),
+        ({"block_k": True}, TypeError, "block_k must be a positive int; got True of type bool"),
+        ({"return_lse": "yes"}, TypeError, "return_lse must be True or False; got 'yes' of type str"),
+    ],
+)
+def test_bad_tile_arguments_name_the_argument(kwargs, error, message):
+    Q, K, V = random_qkv((3, 4), (5, 4))
+    with raises(error, message):
+        flash_attention(Q, K, V, **kwargs)
+
+
+def test_numpy_integer_tile_sizes_are_fine():
+    Q, K, V = random_qkv((3, 4), (5, 4))
+    assert_same_as_teaching(Q, K, V, block_q=np.int64(2), block_k=np.int32(3))
+
+
+@pytest.mark.parametrize(
+    "shapes, mask, error, message",
+    [
+        (((3, 4), (5, 2), (5, 4)), None, ValueError, "Q and K must have the same depth d_k"),
+        (((3, 4), (5, 4), (6, 4)), None, ValueError, "K and V must have the same length seq_k"),
+        (((2, 3, 4), (3, 5, 4), (3, 5, 4)), None, ValueError, "the leading (batch, head) axes of Q, K and V"),
+        (((3, 4), (5, 4), (5, 4)), np.ones((3, 5)), TypeError, "mask must be a boolean array"),
+        (((2, 3, 4), (2, 5, 4), (2, 5, 4)), np.ones((2, 5), bool), ValueError, "mask of shape (2, 5) does not fit"),
+        (((4,), (5, 4), (5, 4)), None, ValueError, "Q must have shape (..., seq_len, depth); got shape (4,)"),
+    ],
+)
+def test_bad_arrays_are_rejected_like_the_teaching_path(shapes, mask, error, message):
+    Q, K, V = (np.ones(shape) for shape in shapes)
+    with raises(error, message):
+        scaled_dot_product_attention(Q, K, V, mask)
+    with raises(error, message):
+        flash_attention(Q, K, V, mask)
+
+
+def test_non_finite_and_non_real_inputs_are_rejected():
+    Q, K, V = random_qkv((3, 4), (5, 4))
+    K[1, 2] = np.nan
+    with raises(ValueError, "K must be finite; found nan at index (1, 2)"):
+        flash_attention(Q, K, V)
+    with raises(TypeError, "V must hold real numbers; got an array of dtype complex128"):
+        flash_attention(Q, Q, Q.astype(complex))

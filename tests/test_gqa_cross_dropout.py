@@ -1,0 +1,304 @@
+"""Grouped-query attention, cross-attention and attention dropout, against PyTorch and the definitions.
+
+torch is an optional test dependency: the PyTorch comparisons (marked ``needs_torch``)
+skip where it is missing, except in CI (CI=true), where a missing torch is a failure (as in
+test_torch_twin.py). The other tests run everywhere.
+"""
+
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+
+from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+
+try:
+    import torch
+except ImportError:
+    if os.environ.get("CI") == "true":
+        raise  # CI installs torch==2.13.0: fail loudly if it is missing
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed: PyTorch twin tests skipped")
+
+# float64 on both sides; the outputs are sums of d_model-long products: 1e-10 is ~1e5 ulp of
+# headroom for sums of a few dozen O(1) terms, and far below any wrong head or column.
+ATOL = 1e-10
+
+
+def raises(error, message):
+    return pytest.raises(error, match=re.escape(message))
+
+
+def torch_gqa_forward(mha, x, context=None, mask=None):
+    """The module computed by torch: projections from the copied columns of W_qkv, then
+    F.scaled_dot_product_attention(..., enable_gqa=True), then W_o. mask: True = may attend."""
+    d_model, kv_width, d_k = mha.d_model, mha.num_kv_heads * mha.d_k, mha.d_k
+    W = torch.from_numpy(mha.W_qkv)
+    W_q, W_k, W_v = W[:, :d_model], W[:, d_model : d_model + kv_width], W[:, d_model + kv_width :]
+    xt = torch.from_numpy(x)
+    ct = xt if context is None else torch.from_numpy(context)
+    batch, seq_q, seq_k = xt.shape[0], xt.shape[1], ct.shape[1]
+    q = (xt @ W_q).view(batch, seq_q, mha.num_heads, d_k).transpose(1, 2)  # (B, H, T, d_k)
+    k = (ct @ W_k).view(batch, seq_k, mha.num_kv_heads, d_k).transpose(1, 2)  # (B, H_kv, S, d_k)
+    v = (ct @ W_v).view(batch, seq_k, mha.num_kv_heads, d_k).transpose(1, 2)
+    attn_mask = None if mask is None else torch.from_numpy(np.ascontiguousarray(mask))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    heads = sdpa(q, k, v, attn_mask=attn_mask, enable_gqa=True)  # (B, H, T, d_k)
+    return (heads.transpose(1, 2).reshape(batch, seq_q, d_model) @ torch.from_numpy(mha.W_o)).numpy()
+
+
+# --- grouped-query and multi-query attention ----------------------------------------------
+
+
+@needs_torch
+@pytest.mark.parametrize("num_heads, num_kv_heads", [(8, 8), (8, 4), (8, 2), (8, 1), (6, 3)])
+@pytest.mark.parametrize("masked", [False, True])
+def test_grouped_query_attention_equals_torch_enable_gqa(num_heads, num_kv_heads, masked):
+    d_model = 4 * num_heads
+    mha = MultiHeadAttention(d_model, num_heads, seed=num_kv_heads, num_kv_heads=num_kv_heads)
+    x = np.random.default_rng(num_heads).standard_normal((2, 7, d_model))
+    mask = causal_mask(7) if masked else None
+    output, weights = mha(x, mask)
+    np.testing.assert_allclose(output, torch_gqa_forward(mha, x, mask=mask), rtol=0, atol=ATOL)
+    assert weights.shape == (2, num_heads, 7, 7)
+
+
+def test_the_weight_layout_queries_then_keys_then_values():
+    mha = MultiHeadAttention(24, 6, num_kv_heads=2)
+    assert mha.W_qkv.shape == (24, 24 + 2 * 2 * 4)  # d_model + 2 * num_kv_heads * d_k
+    assert (mha.num_kv_heads, mha.d_k) == (2, 4)
+
+
+def test_query_head_h_reads_key_value_head_h_over_the_group_size():
+    """Heads 0-2 share key/value head 0, heads 3-5 head 1: their weights come from the same keys."""
+    mha = MultiHeadAttention(24, 6, seed=3, num_kv_heads=2)
+    x = np.random.default_rng(0).standard_normal((1, 5, 24))
+    _, weights = mha(x)
+    d_model, d_k = 24, 4
+    Q = (x @ mha.W_qkv[:, :d_model]).reshape(1, 5, 6, d_k).transpose(0, 2, 1, 3)
+    K = (x @ mha.W_qkv[:, d_model : d_model + 2 * d_k]).reshape(1, 5, 2, d_k).transpose(0, 2, 1, 3)
+    for h in range(6):
+        scores = Q[0, h] @ K[0, h // 3].T / math.sqrt(d_k)
+        expected = np.exp(scores - scores.max(-1, keepdims=True))
+        np.testing.assert_allclose(weights[0, h], expected / expected.sum(-1, keepdims=True), rtol=0, atol=1e-12)
+
+
+def test_num_kv_heads_none_changes_nothing():
+    """The seed's worked example is unchanged: same weights, same outputs as num_kv_heads=num_heads."""
+    default, explicit = MultiHeadAttention(16, 4, seed=42), MultiHeadAttention(16, 4, seed=42, num_kv_heads=4)
+    assert default.num_kv_heads == 4 and default.W_qkv.shape == (16, 48)
+    np.testing.assert_array_equal(default.W_qkv, explicit.W_qkv)
+    x = np.random.default_rng(1).standard_normal((1, 3, 16))
+    np.testing.assert_array_equal(default(x)[0], explicit(x)[0])
+
+
+@needs_torch
+def test_num_kv_heads_equal_to_num_heads_equals_nn_multiheadattention():
+    mha = MultiHeadAttention(16, 4, seed=9, num_kv_heads=4)
+    twin = torch_twin(mha)
+    x = np.random.default_rng(5).standard_normal((2, 6, 16))
+    with torch.no_grad():
+        expected, _ = twin(*(torch.from_numpy(x),) * 3)
+    np.testing.assert_allclose(mha(x)[0], expected.numpy(), rtol=0, atol=ATOL)
+
+
+@pytest.mark.parametrize(
+    "num_heads, num_kv_heads, error, message",
+    [
+        (
+            8,
+            3,
+            ValueError,
+            "num_kv_heads must divide num_heads = 8 (each key/value head serves a group of query heads); "
+            "got num_kv_heads = 3",
+        ),
+        (4, 8, ValueError, "num_kv_heads must divide num_heads = 4"),
+        (4, 0, ValueError, "num_kv_heads must be a positive int; got 0"),
+        (4, 2.0, TypeError, "num_kv_heads must be a positive int; got 2.0 of type float"),
+    ],
+)
+def test_bad_num_kv_heads(num_heads, num_kv_heads, error, message):
+    with raises(error, message):
+        MultiHeadAttention(16, num_heads, num_kv_heads=num_kv_heads)
+
+
+# --- cross-attention ---------------------------------------------------------------------
+
+
+def torch_twin(mha):
+    """nn.MultiheadAttention holding mhattn's weights (torch computes x @ W.T, we compute x @ W)."""
+    twin = torch.nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        twin.in_proj_weight.copy_(torch.from_numpy(mha.W_qkv.T.copy()))
+        twin.out_proj.weight.copy_(torch.from_numpy(mha.W_o.T.copy()))
+    return twin
+
+
+@needs_torch
+@pytest.mark.parametrize("seq_q, seq_k", [(5, 9), (9, 5), (1, 12)])
+def test_cross_attention_equals_nn_multiheadattention_with_a_key_padding_mask(seq_q, seq_k):
+    mha = MultiHeadAttention(24, 3, seed=seq_k)
+    generator = np.random.default_rng(seq_q)
+    x = generator.standard_normal((3, seq_q, 24))
+    context = generator.standard_normal((3, seq_k, 24))
+    lengths = [seq_k, seq_k - 3, 1]  # how many context tokens are real in each sequence
+    output, weights = mha(x, padding_mask(lengths, seq_k), context=context)
+    key_padding_mask = ~padding_mask(lengths, seq_k)[:, 0, 0]  # torch: True = ignore this key
+    with torch.no_grad():
+        expected_output, expected_weights = torch_twin(mha)(
+            torch.from_numpy(x),
+            torch.from_numpy(context),
+            torch.from_numpy(context),
+            key_padding_mask=torch.from_numpy(key_padding_mask),
+            average_attn_weights=False,
+        )
+    assert output.shape == (3, seq_q, 24) and weights.shape == (3, 3, seq_q, seq_k)
+    np.testing.assert_allclose(output, expected_output.numpy(), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(weights, expected_weights.numpy(), rtol=0, atol=ATOL)
+    assert np.all(weights[2, :, :, 1:] == 0)  # padded context tokens get exactly no weight
+
+
+@needs_torch
+def test_grouped_cross_attention_equals_torch_enable_gqa():
+    mha = MultiHeadAttention(32, 8, seed=2, num_kv_heads=2)
+    generator = np.random.default_rng(8)
+    x, context = generator.standard_normal((2, 4, 32)), generator.standard_normal((2, 11, 32))
+    mask = padding_mask([11, 6], 11)
+    expected = torch_gqa_forward(mha, x, context=context, mask=mask)
+    np.testing.assert_allclose(mha(x, mask, context=context)[0], expected, rtol=0, atol=ATOL)
+
+
+def test_cross_attention_with_x_as_context_is_self_attention():
+    mha = MultiHeadAttention(16, 4, seed=4, num_kv_heads=2)
+    x = np.random.default_rng(2).standard_normal((2, 5, 16))
+    np.testing.assert_allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "context, error, message",
+    [
+        (
+            np.zeros((2, 4, 12)),
+            ValueError,
+            "context must have shape (batch, seq_len, d_model=16); got shape (2, 4, 12)",
+        ),
+        (
+            np.zeros((4, 16)),
+            ValueError,
+            "context must be 3-D with shape (batch, seq_len, d_model=16); got shape (4, 16)",
+        ),
+        (np.zeros((3, 4, 16)), ValueError, "context must have the batch size of x, 2; got context of shape (3, 4, 16)"),
+        (np.full((2, 4, 16), np.inf), ValueError, "context must be finite"),
+        (np.zeros((2, 4, 16), complex), TypeError, "context must hold real numbers"),
+    ],
+)
+def test_bad_context(context, error, message):
+    with raises(error, message):
+        MultiHeadAttention(16, 4)(np.zeros((2, 3, 16)), context=context)
+
+
+def test_a_mask_for_cross_attention_must_fit_seq_q_by_seq_k():
+    mha = MultiHeadAttention(16, 4)
+    with raises(ValueError, "mask of shape (3, 3) does not fit scores of shape (2, 4, 3, 5)"):
+        mha(np.zeros((2, 3, 16)), causal_mask(3), context=np.zeros((2, 5, 16)))
+
+
+# --- attention dropout -------------------------------------------------------------------
+
+
+def qkv(shape=(2, 3, 6, 5), seed=0):
+    generator = np.random.default_rng(seed)
+    return tuple(generator.standard_normal(shape) for _ in range(3))
+
+
+def test_dropout_zero_is_a_no_op_and_draws_nothing():
+    Q, K, V = qkv()
+    rng = np.random.default_rng(1)
+    state = rng.bit_generator.state
+    plain = scaled_dot_product_attention(Q, K, V)
+    for result in (
+        scaled_dot_product_attention(Q, K, V, dropout_p=0.0, rng=rng),
+        scaled_dot_product_attention(Q, K, V, dropout_p=0),
+    ):
+        np.testing.assert_array_equal(result[0], plain[0])
+        np.testing.assert_array_equal(result[1], plain[1])
+    assert rng.bit_generator.state == state
+
+
+def test_dropout_is_seeded_through_rng():
+    Q, K, V = qkv()
+    first = scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(7))
+    again = scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(7))
+    other = scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(8))
+    np.testing.assert_array_equal(first[1], again[1])
+    assert not np.array_equal(first[1], other[1])
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.9])
+def test_dropout_zeroes_weights_and_rescales_the_rest_by_one_over_one_minus_p(p):
+    Q, K, V = qkv((4, 8, 32, 4))
+    _, plain = scaled_dot_product_attention(Q, K, V)
+    output, dropped = scaled_dot_product_attention(Q, K, V, dropout_p=p, rng=np.random.default_rng(3))
+    kept = dropped != 0
+    np.testing.assert_allclose(dropped[kept], plain[kept] / (1 - p), rtol=4 * np.finfo(float).eps)
+    np.testing.assert_allclose(output, dropped @ V, rtol=0, atol=1e-12)  # the output uses the dropped weights
+    # The number dropped is Binomial(n, p): within 6 standard deviations (a chance of 2e-9 to fail
+    # for a correct implementation; with the fixed seed, the test is deterministic anyway).
+    n = plain.size
+    assert abs((~kept).sum() - n * p) <= 6 * math.sqrt(n * p * (1 - p))
+
+
+@pytest.mark.parametrize("p", [0.2, 0.6])
+def test_dropout_keeps_the_expected_output(p):
+    """E[output with dropout] = output without: the 1 / (1 - p) rescaling.
+
+    For one query, output_d = sum_j w_j b_j v_jd / (1 - p) with b_j ~ Bernoulli(1 - p), so
+    Var = p / (1 - p) * sum_j w_j**2 v_jd**2. The mean of N independent draws then lies within
+    6 of its standard deviations of the true output, for every one of the entries (a chance
+    of about 2e-9 each, 1e-6 over all of them, to fail for a correct implementation).
+    """
+    Q, K, V = qkv((1, 2, 6, 3), seed=4)
+    expected, weights = scaled_dot_product_attention(Q, K, V)
+    rng = np.random.default_rng(11)
+    draws = 4000
+    total = np.zeros_like(expected)
+    for _ in range(draws):
+        total += scaled_dot_product_attention(Q, K, V, dropout_p=p, rng=rng)[0]
+    sigma = np.sqrt(p / (1 - p) * np.einsum("...qk,...kd->...qd", weights**2, V**2) / draws)
+    z = np.abs(total / draws - expected) / sigma
+    assert z.max() <= 6, f"the mean of {draws} dropout outputs is {z.max():.1f} standard deviations off"
+    # And the test has power: without the rescaling the mean would be (1 - p) times too small.
+    assert (np.abs((1 - p) * expected - expected) / sigma).max() > 6
+
+
+def test_dropout_keeps_float32():
+    Q, K, V = (a.astype(np.float32) for a in qkv())
+    output, weights = scaled_dot_product_attention(Q, K, V, dropout_p=0.5, rng=np.random.default_rng(0))
+    assert output.dtype == np.float32 and weights.dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "dropout_p, error, message",
+    [
+        (1.0, ValueError, "dropout_p must be a float in [0, 1); got 1.0"),
+        (-0.1, ValueError, "dropout_p must be a float in [0, 1); got -0.1"),
+        (float("nan"), ValueError, "dropout_p must be a float in [0, 1); got nan"),
+        ("0.1", TypeError, "dropout_p must be a float in [0, 1); got '0.1' of type str"),
+        (True, TypeError, "dropout_p must be a float in [0, 1); got True of type bool"),
+    ],
+)
+def test_bad_dropout_p(dropout_p, error, message):
+    with raises(error, message):
+        scaled_dot_product_attention(*qkv(), dropout_p=dropout_p, rng=np.random.default_rng(0))
+
+
+def test_rng_must_be_a_generator():
+    with raises(TypeError, "rng must be a numpy.random.Generator (np.random.default_rng(seed)) or None; got 42"):
+        scaled_dot_product_attention(*qkv(), dropout_p=0.1, rng=42)
+
+
+def test_dropout_without_rng_still_drops():
+    _, weights = scaled_dot_product_attention(*qkv((2, 8, 40, 4)), dropout_p=0.5)
+    assert (weights == 0).mean() > 0.3  # the default generator, unseeded: 6 sigma below 0.5 for 25600 weights

@@ -1,0 +1,237 @@
+"""KVCache: decoding a token (or a chunk) at a time gives the causal forward's numbers."""
+
+import gc
+import re
+
+import numpy as np
+import pytest
+
+from mhattn import MultiHeadAttention, causal_mask
+from mhattn.engine import FastMultiHeadAttention, KVCache
+
+
+def raises(error, message):
+    return pytest.raises(error, match=re.escape(message))
+
+
+def decode(mha, x, chunks, cache=None):
+    """Feed ``x`` to ``mha`` chunk by chunk through one cache; return the outputs and weights."""
+    cache = KVCache() if cache is None else cache
+    bounds = np.cumsum([0] + list(chunks))
+    assert bounds[-1] == x.shape[1]
+    steps = [mha(x[:, start:stop], kv_cache=cache) for start, stop in zip(bounds[:-1], bounds[1:], strict=True)]
+    return steps, cache
+
+
+@pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
+@pytest.mark.parametrize("chunks", [[1] * 13, [5, 1, 4, 3], [13]])
+def test_decoding_equals_the_causal_forward_in_float64(num_kv_heads, chunks):
+    mha = MultiHeadAttention(24, 4, seed=7, num_kv_heads=num_kv_heads)
+    x = np.random.default_rng(1).standard_normal((2, 13, 24))
+    expected_output, expected_weights = mha(x, causal_mask(13))
+    steps, cache = decode(mha, x, chunks)
+    output = np.concatenate([out for out, _ in steps], axis=1)
+    np.testing.assert_allclose(output, expected_output, rtol=0, atol=1e-12)
+    start = 0
+    for (_, weights), t_new in zip(steps, chunks, strict=True):  # each step's weights: rows of the full ones
+        stop = start + t_new
+        np.testing.assert_allclose(weights, expected_weights[:, :, start:stop, :stop], rtol=0, atol=1e-12)
+        start = stop
+    assert len(cache) == 13
+
+
+def test_decoding_in_float32_stays_float32_and_matches():
+    mha = MultiHeadAttention(16, 2, seed=3)
+    x = np.random.default_rng(2).standard_normal((1, 9, 16)).astype(np.float32)
+    expected, _ = mha(x, causal_mask(9))
+    steps, cache = decode(mha, x, [1] * 9)
+    output = np.concatenate([out for out, _ in steps], axis=1)
+    assert output.dtype == np.float32 and cache.keys.dtype == np.float32
+    # d_model-long sums in the projections dominate the rounding: 16 terms of size ~1, 3 products deep
+    np.testing.assert_allclose(output, expected, rtol=0, atol=3 * 16 * 4 * np.finfo(np.float32).eps)
+
+
+def test_the_engine_module_decodes_too():
+    mha = FastMultiHeadAttention(16, 4, seed=5, num_kv_heads=2)
+    x = np.random.default_rng(3).standard_normal((2, 6, 16))
+    steps, _ = decode(mha, x, [2, 1, 3])
+    expected, _ = MultiHeadAttention(16, 4, seed=5, num_kv_heads=2)(x, causal_mask(6))
+    np.testing.assert_allclose(np.concatenate([o for o, _ in steps], axis=1), expected, rtol=0, atol=1e-12)
+
+
+def test_the_cache_holds_exactly_the_keys_and_values_appended():
+    generator = np.random.default_rng(4)
+    K = generator.standard_normal((2, 3, 40, 4))
+    V = generator.standard_normal((2, 3, 40, 5))
+    cache = KVCache()
+    for t in range(0, 40, 3):
+        K_all, V_all, mask = cache.extend(K[:, :, t : t + 3], V[:, :, t : t + 3])
+        total = min(t + 3, 40)
+        np.testing.assert_array_equal(K_all, K[:, :, :total])
+        np.testing.assert_array_equal(V_all, V[:, :, :total])
+        np.testing.assert_array_equal(mask, causal_mask(total)[t:total])  # new rows of the causal mask
+    assert len(cache) == 40 and cache.keys.shape == (2, 3, 40, 4) and cache.values.shape == (2, 3, 40, 5)
+
+
+def test_growth_is_amortised_capacity_doubles_and_nothing_is_copied_in_between():
+    cache = KVCache()
+    step = np.ones((1, 2, 1, 8))
+    previous, reallocations = None, 0
+    for t in range(1000):
+        K_all, _, _ = cache.extend(step * t, step * t)
+        if previous is not None and not np.shares_memory(K_all, previous):
+            reallocations += 1  # a new buffer: everything cached was copied once
+        previous = K_all
+    assert cache.capacity == 1024  # 16 doubled six times: the least power-of-two multiple of 16 that fits
+    assert reallocations == 6  # 16 -> 32 -> ... -> 1024: 1008 tokens copied in all, fewer than 2 per token
+    np.testing.assert_array_equal(cache.keys[0, 1, :, 0], np.arange(1000))
+
+
+def test_a_big_first_chunk_sets_the_first_capacity():
+    cache = KVCache()
+    cache.extend(np.zeros((1, 1, 100, 2)), np.zeros((1, 1, 100, 2)))
+    assert cache.capacity == 100
+    cache.extend(np.zeros((1, 1, 150, 2)), np.zeros((1, 1, 150, 2)))
+    assert cache.capacity == 400 and len(cache) == 250
+
+
+def test_the_returned_views_are_read_only_and_share_the_cache():
+    cache = KVCache()
+    K_all, V_all, _ = cache.extend(np.ones((1, 1, 2, 3)), np.ones((1, 1, 2, 3)))
+    assert not K_all.flags.writeable and not V_all.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        K_all[0, 0, 0, 0] = 5.0
+    cache.extend(np.zeros((1, 1, 1, 3)), np.zeros((1, 1, 1, 3)))
+    assert np.shares_memory(K_all, cache.keys)  # no copy was made: capacity 16 was not exceeded
+
+
+@pytest.mark.parametrize("num_heads, num_kv_heads", [(8, 8), (8, 2), (8, 1)])
+def test_the_cache_shrinks_by_num_heads_over_num_kv_heads(num_heads, num_kv_heads):
+    d_model, batch, seq_len = 64, 2, 10
+    mha = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
+    cache = KVCache()
+    mha(np.zeros((batch, seq_len, d_model)), kv_cache=cache)
+    d_k = d_model // num_heads
+    assert cache.nbytes == 2 * batch * num_kv_heads * seq_len * d_k * 8  # keys and values, float64
+    full = 2 * batch * num_heads * seq_len * d_k * 8
+    assert cache.nbytes * (num_heads // num_kv_heads) == full
+
+
+def test_an_empty_cache_and_clear():
+    cache = KVCache()
+    assert len(cache) == 0 and cache.nbytes == 0 and cache.capacity == 0 and cache.keys is None
+    cache.extend(np.ones((2, 1, 3, 4)), np.ones((2, 1, 3, 4)))
+    assert "tokens=3" in repr(cache)
+    cache.clear()
+    assert len(cache) == 0 and cache.keys is None
+    cache.extend(np.ones((5, 2, 1, 6)), np.ones((5, 2, 1, 6)))  # a new batch size is fine after clear()
+    assert cache.keys.shape == (5, 2, 1, 6)
+
+
+# --- bad input: each names the argument, the expected and the actual value --------------------
+
+
+@pytest.fixture
+def filled():
+    mha = MultiHeadAttention(16, 4, seed=1, num_kv_heads=2)
+    cache = KVCache()
+    mha(np.zeros((2, 3, 16)), kv_cache=cache)
+    return mha, cache
+
+
+def test_another_batch_size_is_refused(filled):
+    mha, cache = filled
+    with raises(ValueError, "K_new must have batch = 2 like the cached keys and values; got batch = 3"):
+        mha(np.zeros((3, 1, 16)), kv_cache=cache)
+    assert len(cache) == 3  # nothing was appended
+
+
+def test_another_module_is_refused_even_with_the_same_sizes(filled):
+    mha, cache = filled
+    twin = MultiHeadAttention(16, 4, seed=2, num_kv_heads=2)
+    with raises(ValueError, "owner must be the module that filled this cache (MultiHeadAttention at"):
+        twin(np.zeros((2, 1, 16)), kv_cache=cache)
+    assert len(cache) == 3
+
+
+@pytest.mark.parametrize(
+    "other, message",
+    [
+        (
+            MultiHeadAttention(32, 4, num_kv_heads=2),
+            "K_new must have d_k = 4 like the cached keys and values; got d_k = 8",
+        ),
+        (MultiHeadAttention(16, 4, num_kv_heads=4), "K_new must have num_kv_heads = 2 like the cached keys and values"),
+    ],
+)
+def test_another_d_model_or_head_layout_is_refused(filled, other, message):
+    mha, cache = filled
+    with raises(ValueError, "owner must be the module that filled this cache"):
+        other(np.zeros((2, 1, other.d_model)), kv_cache=cache)
+    K_new = V_new = np.zeros((2, other.num_kv_heads, 1, other.d_k))  # what `other` would append
+    with raises(ValueError, message):
+        cache.extend(K_new, V_new, owner=mha)
+    assert len(cache) == 3
+
+
+def test_another_value_width_is_refused():
+    cache = KVCache()
+    cache.extend(np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 1, 4)))
+    with raises(ValueError, "V_new must have d_v = 4 like the cached keys and values; got d_v = 3"):
+        cache.extend(np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 1, 3)))
+
+
+def test_a_first_call_that_fails_binds_no_owner():
+    cache = KVCache()
+    with pytest.raises(ValueError):
+        cache.extend(np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), owner=object)
+    cache.extend(np.zeros((1, 1, 1, 2)), np.zeros((1, 1, 1, 2)), owner=int)
+    assert len(cache) == 1
+
+
+def test_a_dead_owner_is_named_as_such():
+    cache = KVCache()
+    mha = MultiHeadAttention(8, 2)
+    mha(np.zeros((1, 2, 8)), kv_cache=cache)
+    del mha
+    gc.collect()
+    with raises(ValueError, "owner must be the module that filled this cache (a module that no longer exists)"):
+        MultiHeadAttention(8, 2)(np.zeros((1, 1, 8)), kv_cache=cache)
+
+
+def test_another_dtype_is_refused(filled):
+    mha, cache = filled
+    with raises(TypeError, "K_new must have the cache's dtype float64; got float32"):
+        mha(np.zeros((2, 1, 16), dtype=np.float32), kv_cache=cache)
+
+
+@pytest.mark.parametrize(
+    "K_new, V_new, error, message",
+    [
+        (np.zeros((1, 2, 3)), np.zeros((1, 2, 3)), ValueError, "K_new must be 4-D with shape (batch, num_kv_heads, "),
+        (np.zeros((1, 2, 3, 4)), np.zeros((1, 2, 2, 4)), ValueError, "K_new and V_new must agree on (batch"),
+        (
+            np.zeros((1, 1, 1, 2), int),
+            np.zeros((1, 1, 1, 2)),
+            TypeError,
+            "K_new must be a float array; got dtype int64",
+        ),
+        (np.zeros((1, 1, 1, 2)), np.zeros((1, 1, 1, 2), np.float32), TypeError, "same dtype; got float64 and float32"),
+    ],
+)
+def test_malformed_keys_and_values_are_refused(K_new, V_new, error, message):
+    with raises(error, message):
+        KVCache().extend(K_new, V_new)
+
+
+def test_a_mask_or_a_context_with_the_cache_is_refused():
+    """Decided in the module: the cache builds the causal mask itself, and cross-attention needs no cache."""
+    mha = MultiHeadAttention(8, 2)
+    cache = KVCache()
+    with raises(ValueError, "mask must be None with kv_cache"):
+        mha(np.zeros((1, 3, 8)), causal_mask(3), kv_cache=cache)
+    with raises(ValueError, "kv_cache and context cannot be combined"):
+        mha(np.zeros((1, 3, 8)), context=np.zeros((1, 4, 8)), kv_cache=cache)
+    with raises(TypeError, "kv_cache must be an mhattn.KVCache"):
+        mha(np.zeros((1, 3, 8)), kv_cache={})
+    assert len(cache) == 0
