@@ -14,19 +14,22 @@ inside a matmul. What it does, in order:
    (scores beyond float32's 3.4e38, say), and that is a ``FloatingPointError`` saying so,
    never a silent NaN.
 
-Checked functions called by other checked functions (``softmax`` inside attention,
-``split_heads`` inside the module) skip all three steps: their caller has done them. The
-flag that says so is thread-local, so concurrent callers never see each other's state.
+Calls from inside the package (``softmax`` inside attention, ``split_heads`` inside the
+module, the model calling the module) skip all three steps: their caller has done them.
+That is decided by who calls, never by state, so threads and user code that runs inside a
+call (a subclass's hook, a cache) cannot see or change it: every call from outside the
+package is checked. One more duty: if a call that extended a KV cache fails (an overflow,
+a KeyboardInterrupt), the cache is put back as it was, so a retry does not cache twice.
 """
 
 import functools
 import inspect
 import numbers
-import threading
+import sys
 
 import numpy as np
 
-_state = threading.local()  # _state.inside: True while a checked function runs on this thread
+_PACKAGE = __name__.split(".")[0] + "."  # "mhattn.": calls from modules under it are trusted
 
 
 def checked(check_arguments, *, results_finite=True):
@@ -43,7 +46,7 @@ def checked(check_arguments, *, results_finite=True):
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            if getattr(_state, "inside", False):  # called by checked code: already validated
+            if sys._getframe(1).f_globals.get("__name__", "").startswith(_PACKAGE):  # the package's own call
                 return function(*args, **kwargs)
             try:
                 bound = signature.bind(*args, **kwargs)
@@ -51,13 +54,15 @@ def checked(check_arguments, *, results_finite=True):
                 raise TypeError(f"{function.__qualname__}(): {error}") from None
             bound.apply_defaults()
             arguments, result_dtype = check_arguments(**bound.arguments)
-            _state.inside = True
+            cache = arguments.get("kv_cache")
+            cached = None if cache is None else len(cache)
             try:
                 with np.errstate(all="ignore"):  # overflow is reported below, with a clear message
-                    result = function(**arguments)
-            finally:
-                _state.inside = False
-            return _finish(function.__qualname__, result, result_dtype, results_finite)
+                    return _finish(function.__qualname__, function(**arguments), result_dtype, results_finite)
+            except BaseException:
+                if cache is not None:
+                    cache.truncate(cached)  # forget this failed step's keys and values
+                raise
 
         return wrapper
 
@@ -67,18 +72,17 @@ def checked(check_arguments, *, results_finite=True):
 def _finish(name, result, result_dtype, results_finite):
     """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``."""
     items = result if isinstance(result, tuple) else (result,)
+    if result_dtype is not None:  # cast first: a float32 result beyond 65504 is inf in float16
+        items = tuple(item.astype(result_dtype) if isinstance(item, np.ndarray) else item for item in items)
     for item in items:
         if results_finite and isinstance(item, np.ndarray) and item.dtype.kind == "f" and not np.isfinite(item).all():
             info = np.finfo(item.dtype)
             raise FloatingPointError(
                 f"{name} overflowed {item.dtype}: the inputs are finite, but an intermediate value (a score "
                 f"q.k/sqrt(d_k) or a product) went beyond {float(info.max):.3g}. Scale the inputs down or "
-                f"compute in float64."
+                f"compute in {'float32' if item.dtype == np.float16 else 'float64'}."
             )
-    if result_dtype is None:
-        return result
-    cast = tuple(item.astype(result_dtype) if isinstance(item, np.ndarray) else item for item in items)
-    return cast if isinstance(result, tuple) else cast[0]
+    return items if isinstance(result, tuple) else items[0]
 
 
 # --- single values ----------------------------------------------------------------------
@@ -355,14 +359,15 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
 
 
 def _is_kv_cache(value):
-    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol, ``extend(K_new, V_new, *, owner)``?
+    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol: ``extend(K_new, V_new, *, owner)``, ``truncate``?
 
     Checked by shape of the method, not by class, so the teaching path need not import the
     engine (a list has an ``extend`` too, but not this one).
     """
     extend = getattr(value, "extend", None)
     try:
-        return callable(extend) and "owner" in inspect.signature(extend).parameters
+        has_extend = callable(extend) and "owner" in inspect.signature(extend).parameters
+        return has_extend and callable(getattr(value, "truncate", None)) and hasattr(value, "__len__")
     except (TypeError, ValueError):  # a builtin without a signature
         return False
 

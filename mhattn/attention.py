@@ -43,7 +43,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
     output : ndarray of shape ``(..., seq_q, d_v)``
         For each query, the weighted average of the values.
     weights : ndarray of shape ``(..., seq_q, seq_k)``
-        The attention weights (after dropout, if any). Each row sums to one; a masked key
+        The attention weights (after dropout, if any). Each row sums to one (before
+        dropout); a masked key
         gets exactly zero. A query whose keys are *all* masked gets a row of zeros and an
         output of zeros: it may look at nothing, so it receives nothing (``-1e9`` masking
         would instead spread it uniformly over keys it must not see, and ``-inf`` alone

@@ -281,3 +281,43 @@ def test_kv_cache_must_be_a_kv_cache_not_anything_with_an_extend(not_a_cache):
 def test_the_engine_and_production_names_are_exported_at_top_level():
     for name in ("FastMultiHeadAttention", "KVCache", "blockwise_attention", "flash_attention"):
         assert getattr(mhattn, name) is getattr(mhattn.engine, name)
+
+
+def test_a_float16_result_beyond_65504_raises_instead_of_returning_inf():
+    mha = MultiHeadAttention(16, 4)
+    mha.W_o = mha.W_o * 1000
+    x = (np.random.default_rng(0).standard_normal((1, 3, 16)) * 100).astype(np.float16)
+    assert np.abs(mha(x.astype(np.float32))[0]).max() > 65504  # finite in float32, not in float16
+    with pytest.raises(FloatingPointError, match="overflowed float16.*compute in float32"):
+        mha(x)
+
+
+def test_user_code_running_inside_a_call_is_still_checked():
+    """A subclass's hook runs inside forward; its own calls must get the full treatment (defaults, checks)."""
+
+    class WithDropout(MultiHeadAttention):
+        def _attention(self, Q, K, V, mask, need_weights):
+            return scaled_dot_product_attention(Q, K, V, mask, dropout_p=self.dropout_p)
+
+    mha = WithDropout(8, 2)
+    mha.dropout_p = 0.5
+    output, weights = mha(np.ones((1, 4, 8)))  # the default rng is made for it
+    assert set(np.unique(weights)) <= {0.0, 0.5}  # uniform weights 1/4, kept ones doubled
+    mha.dropout_p = 1.5
+    with raises(ValueError, "dropout_p must be a float in [0, 1); got 1.5"):
+        mha(np.ones((1, 4, 8)))
+
+
+def test_a_failed_decoding_step_leaves_the_cache_as_it_was():
+    mha = MultiHeadAttention(8, 2)
+    cache = mhattn.KVCache()
+    x = np.random.default_rng(3).standard_normal((1, 6, 8))
+    mha(x[:, :2], kv_cache=cache)
+    good_W_qkv = mha.W_qkv
+    mha.W_qkv = good_W_qkv * 1e160  # scores ~ 1e320 overflow float64, after the step's keys were cached
+    with pytest.raises(FloatingPointError):
+        mha(x[:, 2:5], kv_cache=cache)
+    assert len(cache) == 2
+    mha.W_qkv = good_W_qkv
+    stepwise = np.concatenate([mha(x[:, 2:5], kv_cache=cache)[0], mha(x[:, 5:], kv_cache=cache)[0]], axis=1)
+    np.testing.assert_allclose(stepwise, mha(x, causal_mask(6))[0][:, 2:], rtol=0, atol=1e-13)

@@ -125,6 +125,16 @@ class KVCache:
         mask = positions[None, :] <= (start + np.arange(t_new))[:, None]  # (t_new, total): key position <= query's
         return self.keys, self.values, mask
 
+    def truncate(self, length):
+        """Forget every token from position ``length`` on (capacity is kept).
+
+        :meth:`mhattn.MultiHeadAttention.forward` calls it when a decoding step fails after
+        its keys and values were appended, so that a retry does not cache them twice.
+        """
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or not 0 <= length <= self._length:
+            raise ValueError(f"length must be an int in [0, {self._length}]; got {length!r}")
+        self._length = int(length)
+
     def clear(self):
         """Forget every token (and the owner); the buffers are released."""
         self.__init__()
