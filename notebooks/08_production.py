@@ -25,7 +25,7 @@
 #
 # - the *online softmax* behind FlashAttention: notebook 01's max trick, applied one tile of
 #   keys at a time, with a one-line correction whenever the maximum grows. It needs memory
-#   for one tile, never for a whole row of scores;
+#   for one tile, never for a whole row of scores (and, with `is_causal=True`, no mask either);
 # - why the row's *log-sum-exp* is all a backward pass needs to rebuild the weights;
 # - the *KV cache*: why writing token $t$ of a text costs $O(t)$ instead of $O(t^2)$;
 # - *grouped-query* and *multi-query* attention, which shrink that cache, and what it
@@ -63,7 +63,8 @@ rng = np.random.default_rng(8)
 # Notebook 06 cut the *queries* into blocks so that the weights never exist all at once. But
 # each block still holds whole rows of scores, `seq_k` numbers per query: for a context of a
 # million tokens that is a million scores per row. To bound the memory by a tile size alone,
-# we must also cut the *keys*. Then no tile ever holds a whole row, and the softmax seems
+# we must also cut the *keys* (and not store a `(seq_q, seq_k)` mask either: a causal mask of
+# a million tokens is a terabyte of booleans, so the tiles below build theirs from positions). Then no tile ever holds a whole row, and the softmax seems
 # impossible: its maximum and its sum run over the whole row.
 #
 # ### The max trick, once more
@@ -154,8 +155,9 @@ print("15 tiles, online == at once:", np.allclose(acc / ell, softmax(s) @ v, rto
 # ### The package's code
 #
 # `mhattn.engine.flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None,
-# return_lse=False)` runs exactly this loop, for a tile of queries at once (all rows of the
-# tile together, every `(batch, head)` pair in turn). Here is the loop over the key tiles of
+# is_causal=False, return_lse=False)` runs exactly this loop, for a tile of queries at once
+# (all rows of the tile together, for one or several heads at a time: when a whole head's
+# scores fit in a tile, one tile holds several heads). Here is the loop over the key tiles of
 # one query tile; $m$ is `row_max` there, $\ell$ is `row_sum`, and `s` holds one tile of
 # scores. Two details go beyond the derivation:
 #
@@ -163,7 +165,11 @@ print("15 tiles, online == at once:", np.allclose(acc / ell, softmax(s) @ v, rto
 #   $-\infty - (-\infty) = $ NaN, so such a row is shifted by 0 (its exponentials are 0
 #   anyway), and a row masked to the end gets the output 0, the chapter's rule;
 # - a tile whose mask is all `False` adds nothing and is skipped: half the tiles of a causal
-#   mask. The division by $\ell$ happens once, at the end (as in FlashAttention-2, Dao 2023).
+#   mask. With `is_causal=True` there is no mask at all: query $i$ may attend to key $j \le i$
+#   (top-left aligned, PyTorch's `is_causal` convention), each tile on the diagonal builds its
+#   own `(block_q, block_k)` mask from the positions (`first_query` below), tiles below it need
+#   none, and the key loop stops at the tile's last query, so the tiles above it are never
+#   visited. The division by $\ell$ happens once, at the end (as in FlashAttention-2, Dao 2023).
 
 # %%
 show_source(flash_module._attend_query_tile)
@@ -193,6 +199,14 @@ for label, scale in (("ordinary scores", 1.0), ("huge scores (|s| ~ 1000)", 200.
     tiled = flash_attention(scale * Q, K, V, mask, block_q=6, block_k=9)
     within = np.abs(tiled - expected).max() <= rounding_bound(scale * Q, K, V)
     print(f"{label:<26} equal within the bound: {within}; fully masked row is zeros: {np.all(tiled[:, :, 7] == 0)}")
+
+# %% [markdown]
+# And `is_causal=True`, with no mask passed, against the teaching path given `causal_mask(50)`:
+
+# %%
+expected, _ = scaled_dot_product_attention(Q, K, V, causal_mask(50))
+tiled = flash_attention(Q, K, V, block_q=6, block_k=9, is_causal=True)
+print("is_causal=True equal within the bound:", np.abs(tiled - expected).max() <= rounding_bound(Q, K, V))
 
 # %% [markdown]
 # ### Picture: the tile schedule
@@ -236,18 +250,30 @@ print(f"{(kinds > 0).sum()} of {kinds.size} tiles computed, {(kinds == 0).sum()}
 # %% [markdown]
 # ### Memory: one tile, whatever the length
 #
-# The extra memory is the scores of one tile (`heads x block_q x block_k` numbers), its mask,
-# and the running $(m, \ell, \text{acc})$ of one query tile, plus the output the call returns.
-# We measure the peak with `tracemalloc` (NumPy reports every buffer to it) and subtract the
-# returned output and log-sum-exp. What is left does not change with `seq_len`; the printed
-# numbers are the tile's own buffers, computed, and the check that the measurement agrees.
+# The extra memory is one tile's scratch, plus the output the call returns. We measure the
+# peak with `tracemalloc` (NumPy reports every buffer to it) and subtract the returned output
+# and log-sum-exp. For tiles of `block_q = 64` queries by `block_k = 128` keys, one head of
+# $d_k = d_v = 16$, in float32, the scratch is
+#
+# - the tile's own buffers: the scores ($64 \times 128$), the scaled queries and the running
+#   acc ($64 \times 16$ each), the running $m$ and $\ell$ (64 each) and a vector of 128 ones
+#   (the row sums are a matrix product): 41.0 KiB;
+# - NumPy's ufunc buffer: an operation that broadcasts, like the shift `s - m[:, None]`,
+#   runs through a scratch buffer of `np.getbufsize()` = 8192 elements (32 KiB of float32)
+#   when the arrays are that large, whatever their size beyond it;
+# - three vectors of 64 numbers alive at that moment (the new maximum, the shift, $\alpha$).
+#
+# That is 73.75 KiB. The measurement may exceed it only by the headers of NumPy's arrays and
+# views (a hundred bytes or so each), which we bound by 10 %. With `is_causal=True` the tiles
+# on the diagonal build their masks as views of one vector of `block_q + block_k - 1` flags,
+# so causal attention needs no `(seq_len, seq_len)` mask and (almost) no more memory.
 
 # %%
-def extra_peak_bytes(seq_len, block_q=64, block_k=128):
+def extra_peak_bytes(seq_len, block_q=64, block_k=128, is_causal=False):
     Q = np.ones((1, 1, seq_len, 16), dtype=np.float32)
     tracemalloc.start()
     try:
-        output, lse = flash_attention(Q, Q, Q, return_lse=True, block_q=block_q, block_k=block_k)
+        output, lse = flash_attention(Q, Q, Q, return_lse=True, block_q=block_q, block_k=block_k, is_causal=is_causal)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -255,10 +281,19 @@ def extra_peak_bytes(seq_len, block_q=64, block_k=128):
 
 
 tile_bytes = 4 * (64 * 128 + 64 * 16 + 64 * 16 + 2 * 64 + 128)  # scores, scaled q, acc, m and l, ones
+ufunc_buffer = np.getbufsize() * 4  # 8192 float32 elements
+row_vectors = 4 * 3 * 64  # new max, shift, alpha
+accounted = tile_bytes + ufunc_buffer + row_vectors
+extra_peak_bytes(512)  # a first call allocates NumPy's and Python's one-time caches
 extras = [extra_peak_bytes(n) for n in (512, 1024, 2048, 4096)]
-print(f"the tile's own float32 buffers: {tile_bytes / 1024:.1f} KiB")
-print("extra memory within 64 KiB of them at every seq_len:", all(abs(e - tile_bytes) < 64 * 1024 for e in extras))
-print("extra memory the same (within 8 KiB) from 512 to 4096:", max(extras) - min(extras) < 8 * 1024)
+causal_extras = [extra_peak_bytes(n, is_causal=True) for n in (512, 1024, 2048, 4096)]
+print(f"tile buffers {tile_bytes / 1024:.1f} KiB + ufunc buffer {ufunc_buffer / 1024:.1f} KiB "
+      f"+ row vectors {row_vectors / 1024:.2f} KiB = {accounted / 1024:.2f} KiB")
+print("measured extra within 10% above that at every seq_len:",
+      all(0 <= e - accounted < 0.1 * accounted for e in extras))
+print("the same with is_causal=True (no mask array):", all(0 <= e - accounted < 0.1 * accounted for e in causal_extras))
+print("extra memory the same (within 1 KiB) from 512 to 4096, with or without is_causal:",
+      max(extras + causal_extras) - min(extras + causal_extras) < 1024)
 
 # %% [markdown]
 # `benchmarks/bench_flash.py` shows the same from 1k to 16k tokens and times the tiles
@@ -717,8 +752,8 @@ print(check_exercise_3(solution_tiles))
 #   attention (section 2.2 and appendix A.2.1); its 80 layers, 64 heads of 128 and 8
 #   key/value heads are those of the released configuration.
 # - Vaswani, A. et al. (2017). *Attention Is All You Need.* NeurIPS 2017.
-#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Encoder-decoder attention: the
-#   cross-attention of section 5.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Cross-attention is its
+#   "encoder-decoder attention" (section 3.2.3, Applications of Attention in our Model).
 # - Pope, R. et al. (2023). *Efficiently Scaling Transformer Inference.* MLSys 2023.
 #   [arXiv:2211.05102](https://arxiv.org/abs/2211.05102). The KV cache's memory as the limit
 #   of batch size and context length in serving.

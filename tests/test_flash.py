@@ -305,3 +305,107 @@ def test_non_finite_and_non_real_inputs_are_rejected():
         flash_attention(Q, K, V)
     with raises(TypeError, "V must hold real numbers; got an array of dtype complex128"):
         flash_attention(Q, Q, Q.astype(complex))
+
+
+# is_causal: each tile builds its own causal mask from the positions (torch's top-left convention, j <= i).
+
+
+def top_left_causal_mask(seq_q, seq_k):
+    """The oracle's mask, built independently of the tiles: query i may attend to key j <= i."""
+    return np.tril(np.ones((seq_q, seq_k), dtype=bool))
+
+
+@pytest.mark.parametrize("blocks", BLOCKS + [{"block_q": 4, "block_k": 4}, {"block_q": 5, "block_k": 3}])
+@pytest.mark.parametrize("seq_q, seq_k", [(23, 23), (7, 19), (19, 7), (1, 6), (6, 1)])
+def test_is_causal_equals_the_teaching_path_with_a_causal_mask(blocks, seq_q, seq_k):
+    Q, K, V = random_qkv((2, 3, seq_q, 8), (2, 3, seq_k, 8), d_v=5)
+    expected, _ = scaled_dot_product_attention(Q, K, V, top_left_causal_mask(seq_q, seq_k))
+    if seq_q == seq_k:  # the square case is the package's causal_mask
+        np.testing.assert_array_equal(top_left_causal_mask(seq_q, seq_k), causal_mask(seq_q))
+    output = flash_attention(Q, K, V, is_causal=True, **blocks)
+    np.testing.assert_allclose(output, expected, rtol=0, atol=tolerance(Q, K, V))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_is_causal_gives_the_same_output_and_lse_as_the_mask(dtype):
+    Q, K, V = random_qkv((4, 13, 8), (4, 13, 8), dtype=dtype)
+    out_mask, lse_mask = flash_attention(Q, K, V, causal_mask(13), block_q=4, block_k=3, return_lse=True)
+    out, lse = flash_attention(Q, K, V, block_q=4, block_k=3, is_causal=True, return_lse=True)
+    assert out.dtype == out_mask.dtype and lse.dtype == lse_mask.dtype
+    # the same sums over the same tiles, but the last key tile of a row is cut at the diagonal, so BLAS may
+    # round the scores differently: each lse is within the score and sum rounding of the exact one
+    np.testing.assert_allclose(out, out_mask, rtol=0, atol=tolerance(Q, K, V))
+    eps = float(np.finfo(lse.dtype).eps)
+    S = float(np.linalg.norm(Q.astype(np.float64), axis=-1).max() * np.linalg.norm(K.astype(np.float64), axis=-1).max())
+    bound = 2 * eps * (2 * 8 * S / math.sqrt(8) + 13 + 4 + float(np.abs(lse_mask).max()))
+    np.testing.assert_allclose(lse, lse_mask, rtol=0, atol=bound)
+
+
+def test_is_causal_with_the_issue_signature_and_no_keys():
+    Q, K, V = random_qkv((3, 4), (0, 4))
+    output = flash_attention(Q, K, V, None, block_q=2, block_k=2, is_causal=True)  # the issue's signature
+    np.testing.assert_array_equal(output, np.zeros((3, 4)))
+    _, lse = flash_attention(Q, K, V, is_causal=True, return_lse=True)
+    assert np.isneginf(lse).all()
+
+
+@pytest.mark.parametrize("seq_q, seq_k, expected", [(8, 8, 10), (4, 8, 3), (8, 4, 7), (9, 8, 14)])
+def test_is_causal_skips_the_tiles_above_the_diagonal(monkeypatch, seq_q, seq_k, expected):
+    """Tiles of 2 x 2: only tiles with a key at or before one of their queries are computed."""
+    from mhattn.engine import flash
+
+    calls = []
+    scores = flash._Tiles.scores
+
+    def counted(self, q, k, blocked):
+        calls.append(k.shape)
+        return scores(self, q, k, blocked)
+
+    monkeypatch.setattr(flash._Tiles, "scores", counted)
+    Q, K, V = random_qkv((seq_q, 4), (seq_k, 4))
+    flash_attention(Q, K, V, block_q=2, block_k=2, is_causal=True)
+    # query tile r (rows 2r, 2r+1) needs key tiles 0 .. r (those holding a key <= 2r + 1), at most seq_k / 2
+    assert len(calls) == expected == sum(min(r + 1, -(-seq_k // 2)) for r in range(-(-seq_q // 2)))
+
+
+def test_is_causal_needs_no_quadratic_memory():
+    """No (seq_q, seq_k) mask is ever built: the extra memory is flat in seq_len, as without a mask."""
+
+    def extra(seq_len):
+        Q = np.ones((1, 1, seq_len, 8), dtype=np.float32)
+        tracemalloc.start()
+        try:
+            output, lse = flash_attention(Q, Q, Q, block_q=32, block_k=64, is_causal=True, return_lse=True)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        return peak - output.nbytes - lse.nbytes
+
+    short, long = extra(256), extra(4096)
+    assert long - short < 4096, f"extra peak grew from {short} to {long} bytes"  # a 4096^2 bool mask is 16 MiB
+
+
+def test_is_causal_with_a_mask_is_refused():
+    Q, K, V = random_qkv((3, 4), (3, 4))
+    with raises(ValueError, "mask must be None when is_causal=True (is_causal builds each tile's causal mask"):
+        flash_attention(Q, K, V, causal_mask(3), is_causal=True)
+    with raises(TypeError, "is_causal must be True or False; got 1 of type int"):
+        flash_attention(Q, K, V, is_causal=1)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps, reason="longdouble is float64 here")
+def test_longdouble_is_computed_to_longdouble_accuracy():
+    """The scale 1 / sqrt(d_k) is taken in longdouble too: a float64 scale would be off by ~1e-17 relative,
+    a hundred times the bound below. Oracle: the log-sum-exp of the scaled scores, in longdouble."""
+    Q, K, V = (X.astype(np.longdouble) for X in random_qkv((5, 3), (9, 3), scale=4.0))
+    output, lse = flash_attention(Q, K, V, block_q=2, block_k=4, return_lse=True)
+    assert output.dtype == lse.dtype == np.longdouble
+    scores = (Q @ K.T) / np.sqrt(np.longdouble(3))
+    top = scores.max(axis=-1, keepdims=True)
+    weights = np.exp(scores - top)
+    expected = top[:, 0] + np.log(weights.sum(axis=-1))
+    eps = np.finfo(np.longdouble).eps
+    S = np.linalg.norm(Q, axis=-1).max() * np.linalg.norm(K, axis=-1).max() / np.sqrt(np.longdouble(3))
+    assert np.abs(lse - expected).max() <= eps * (2 * 3 * S + 9 + 4 + np.abs(expected).max())
+    expected_output = (weights / weights.sum(axis=-1, keepdims=True)) @ V
+    assert np.abs(output - expected_output).max() <= tolerance(Q, K, V)

@@ -22,9 +22,36 @@ except ImportError:
     torch = None
 needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed: PyTorch twin tests skipped")
 
-# float64 on both sides; the outputs are sums of d_model-long products: 1e-10 is ~1e5 ulp of
-# headroom for sums of a few dozen O(1) terms, and far below any wrong head or column.
-ATOL = 1e-10
+
+def tolerances(mha, x, context=None):
+    """Derived bounds ``(output_atol, weights_atol)`` on |mhattn - torch|, both in float64.
+
+    A dot product of n terms is off by at most ``n * eps * |a| |b|`` (norms), so, with ``X`` the
+    largest row norm of ``x`` and ``context`` and ``W``, ``W_o`` the largest column norms:
+
+    * every projected q, k, v entry is at most ``P = X W``, off by ``d_model eps P``;
+    * every score ``q . k / sqrt(d_k)`` is at most ``S = sqrt(d_k) P^2`` (Cauchy-Schwarz), off by
+      ``(2 d_model + d_k) eps S`` (the errors of q and k, and the dot product's own);
+    * ``exp`` turns that into a relative weight error, doubled by the normalisation, plus
+      ``(seq_k + 4) eps`` for the row sum, the division and ``exp``: ``rel`` below;
+    * a head's output, a weighted average of values (each at most ``P``), is off by
+      ``P (rel + (d_model + seq_k) eps)``; ``W_o`` sums ``d_model`` of them:
+      ``sqrt(d_model) W_o (head error + d_model eps P)``.
+
+    Each side is within that of the exact answer, so they are within twice it of each other.
+    A wrong head, column or mask moves the outputs by O(1), far above these bounds.
+    """
+    eps = float(np.finfo(np.float64).eps)
+    d_model, d_k = mha.d_model, mha.d_k
+    sources = [x] if context is None else [x, context]
+    X = max(float(np.linalg.norm(a, axis=-1).max()) for a in sources)
+    P = X * float(np.linalg.norm(mha.W_qkv, axis=0).max())
+    S = math.sqrt(d_k) * P**2
+    seq_k = sources[-1].shape[1]
+    rel = eps * (2 * (2 * d_model + d_k) * S + seq_k + 4)
+    head = P * (rel + (d_model + seq_k) * eps)
+    output = math.sqrt(d_model) * float(np.linalg.norm(mha.W_o, axis=0).max()) * (head + d_model * eps * P)
+    return 2 * output, 2 * rel
 
 
 def raises(error, message):
@@ -61,7 +88,7 @@ def test_grouped_query_attention_equals_torch_enable_gqa(num_heads, num_kv_heads
     x = np.random.default_rng(num_heads).standard_normal((2, 7, d_model))
     mask = causal_mask(7) if masked else None
     output, weights = mha(x, mask)
-    np.testing.assert_allclose(output, torch_gqa_forward(mha, x, mask=mask), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(output, torch_gqa_forward(mha, x, mask=mask), rtol=0, atol=tolerances(mha, x)[0])
     assert weights.shape == (2, num_heads, 7, 7)
 
 
@@ -82,7 +109,8 @@ def test_query_head_h_reads_key_value_head_h_over_the_group_size():
     for h in range(6):
         scores = Q[0, h] @ K[0, h // 3].T / math.sqrt(d_k)
         expected = np.exp(scores - scores.max(-1, keepdims=True))
-        np.testing.assert_allclose(weights[0, h], expected / expected.sum(-1, keepdims=True), rtol=0, atol=1e-12)
+        expected /= expected.sum(-1, keepdims=True)
+        np.testing.assert_allclose(weights[0, h], expected, rtol=0, atol=tolerances(mha, x)[1])
 
 
 def test_num_kv_heads_none_changes_nothing():
@@ -101,7 +129,7 @@ def test_num_kv_heads_equal_to_num_heads_equals_nn_multiheadattention():
     x = np.random.default_rng(5).standard_normal((2, 6, 16))
     with torch.no_grad():
         expected, _ = twin(*(torch.from_numpy(x),) * 3)
-    np.testing.assert_allclose(mha(x)[0], expected.numpy(), rtol=0, atol=ATOL)
+    np.testing.assert_allclose(mha(x)[0], expected.numpy(), rtol=0, atol=tolerances(mha, x)[0])
 
 
 @pytest.mark.parametrize(
@@ -155,8 +183,9 @@ def test_cross_attention_equals_nn_multiheadattention_with_a_key_padding_mask(se
             average_attn_weights=False,
         )
     assert output.shape == (3, seq_q, 24) and weights.shape == (3, 3, seq_q, seq_k)
-    np.testing.assert_allclose(output, expected_output.numpy(), rtol=0, atol=ATOL)
-    np.testing.assert_allclose(weights, expected_weights.numpy(), rtol=0, atol=ATOL)
+    output_atol, weights_atol = tolerances(mha, x, context)
+    np.testing.assert_allclose(output, expected_output.numpy(), rtol=0, atol=output_atol)
+    np.testing.assert_allclose(weights, expected_weights.numpy(), rtol=0, atol=weights_atol)
     assert np.all(weights[2, :, :, 1:] == 0)  # padded context tokens get exactly no weight
 
 
@@ -167,13 +196,14 @@ def test_grouped_cross_attention_equals_torch_enable_gqa():
     x, context = generator.standard_normal((2, 4, 32)), generator.standard_normal((2, 11, 32))
     mask = padding_mask([11, 6], 11)
     expected = torch_gqa_forward(mha, x, context=context, mask=mask)
-    np.testing.assert_allclose(mha(x, mask, context=context)[0], expected, rtol=0, atol=ATOL)
+    atol = tolerances(mha, x, context)[0]
+    np.testing.assert_allclose(mha(x, mask, context=context)[0], expected, rtol=0, atol=atol)
 
 
 def test_cross_attention_with_x_as_context_is_self_attention():
     mha = MultiHeadAttention(16, 4, seed=4, num_kv_heads=2)
     x = np.random.default_rng(2).standard_normal((2, 5, 16))
-    np.testing.assert_allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=1e-13)
+    np.testing.assert_allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=tolerances(mha, x)[0])
 
 
 @pytest.mark.parametrize(
@@ -243,7 +273,9 @@ def test_dropout_zeroes_weights_and_rescales_the_rest_by_one_over_one_minus_p(p)
     output, dropped = scaled_dot_product_attention(Q, K, V, dropout_p=p, rng=np.random.default_rng(3))
     kept = dropped != 0
     np.testing.assert_allclose(dropped[kept], plain[kept] / (1 - p), rtol=4 * np.finfo(float).eps)
-    np.testing.assert_allclose(output, dropped @ V, rtol=0, atol=1e-12)  # the output uses the dropped weights
+    # the output uses the dropped weights: two sums of seq_k = 32 products, each off by 32 eps sum|w v|
+    atol = 2 * 32 * np.finfo(float).eps * np.abs(dropped).sum(-1).max() * np.abs(V).max()
+    np.testing.assert_allclose(output, dropped @ V, rtol=0, atol=atol)
     # The number dropped is Binomial(n, p): within 6 standard deviations (a chance of 2e-9 to fail
     # for a correct implementation; with the fixed seed, the test is deterministic anyway).
     n = plain.size
@@ -301,4 +333,6 @@ def test_rng_must_be_a_generator():
 
 def test_dropout_without_rng_still_drops():
     _, weights = scaled_dot_product_attention(*qkv((2, 8, 40, 4)), dropout_p=0.5)
-    assert (weights == 0).mean() > 0.3  # the default generator, unseeded: 6 sigma below 0.5 for 25600 weights
+    # the default generator, unseeded: 25600 weights, each zero with p = 0.5, so the fraction has
+    # sigma = sqrt(0.25 / 25600) = 0.0031 and 0.3 is 64 sigma below 0.5 (0 would mean no dropout at all)
+    assert (weights == 0).mean() > 0.3

@@ -201,7 +201,7 @@ def test_a_dead_owner_is_named_as_such():
 
 def test_another_dtype_is_refused(filled):
     mha, cache = filled
-    with raises(TypeError, "K_new must have the cache's dtype float64; got float32"):
+    with raises(TypeError, "K_new must have the cache's dtype float64; got float32: x's dtype changed between steps"):
         mha(np.zeros((2, 1, 16), dtype=np.float32), kv_cache=cache)
 
 

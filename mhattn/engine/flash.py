@@ -38,7 +38,7 @@ TILE_SCORES = 2**17
 KEY_TILE = 512
 
 
-def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, return_lse=False):
+def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal=False, return_lse=False):
     """Scaled dot-product attention with tiled queries *and* keys (the online softmax).
 
     The same numbers as :func:`mhattn.scaled_dot_product_attention`'s output, up to
@@ -53,12 +53,18 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, return_ls
     mask : ndarray of bool, optional
         True = may attend; shape ``(seq_q, seq_k)``, or for 4-D inputs
         ``(batch or 1, heads or 1, seq_q, seq_k)``. A query with no allowed key gets an
-        output of zeros (and a log-sum-exp of ``-inf``).
+        output of zeros (and a log-sum-exp of ``-inf``). Not together with ``is_causal``.
     block_q : int, optional
         Queries per tile (of one head). By default a tile holds about ``TILE_SCORES``
         scores.
     block_k : int, optional
         Keys per tile. Default ``KEY_TILE`` (or ``seq_k`` if shorter).
+    is_causal : bool, default False
+        Causal attention without a mask: query ``i`` may attend to key ``j`` when ``j <= i``
+        (top-left aligned, torch's ``is_causal`` convention; for ``seq_q != seq_k`` this is
+        ``np.tril(np.ones((seq_q, seq_k), bool))``, not the bottom-right alignment of a KV
+        cache). Each tile builds its own mask from the positions, so no ``(seq_q, seq_k)``
+        mask ever exists, and tiles wholly above the diagonal are never computed.
     return_lse : bool, default False
         Also return each query's log-sum-exp of its scaled scores,
         ``log(sum_j exp(q . k_j / sqrt(d_k)))`` over the keys it may attend to.
@@ -76,17 +82,30 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, return_ls
     ------
     TypeError, ValueError
         For the inputs :func:`mhattn.scaled_dot_product_attention` rejects, and for a
-        ``block_q`` or ``block_k`` that is not a positive int, or a non-bool ``return_lse``.
+        ``block_q`` or ``block_k`` that is not a positive int, a non-bool ``is_causal`` or
+        ``return_lse``, and for ``is_causal=True`` together with a ``mask``.
     FloatingPointError
         If a score ``q . k / sqrt(d_k)`` overflows (finite but enormous ``Q`` and ``K``), or
         the output does not fit the output dtype.
     """
     block_q = None if block_q is None else _checks.positive_int("block_q", block_q)
     block_k = None if block_k is None else _checks.positive_int("block_k", block_k)
+    is_causal = _checks.flag("is_causal", is_causal)
     return_lse = _checks.flag("return_lse", return_lse)
+    if is_causal and mask is not None:
+        raise ValueError(
+            "mask must be None when is_causal=True (is_causal builds each tile's causal mask itself); "
+            f"got a mask of shape {np.shape(mask)}. Pass one or the other, or combine them into one mask"
+        )
     arguments, result_dtype = _checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 arrives as float32
     output, lse = attention_in_tiles(
-        arguments["Q"], arguments["K"], arguments["V"], arguments["mask"], block_q=block_q, block_k=block_k
+        arguments["Q"],
+        arguments["K"],
+        arguments["V"],
+        arguments["mask"],
+        block_q=block_q,
+        block_k=block_k,
+        is_causal=is_causal,
     )
     if result_dtype is not None:
         output = output.astype(result_dtype)
@@ -95,10 +114,10 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, return_ls
     return (output, lse) if return_lse else output
 
 
-def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None):
+def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal=False):
     """:func:`flash_attention` for checked arrays; returns ``(output, lse)``.
 
-    ``mask`` must broadcast to ``(..., seq_q, seq_k)``.
+    ``mask`` must broadcast to ``(..., seq_q, seq_k)``; with ``is_causal`` it must be None.
     """
     dtype = np.result_type(Q, K, V)
     work = np.float32 if dtype == np.float16 else dtype  # float16 has too few digits to sum seq_k terms
@@ -115,7 +134,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None):
     lse = np.empty(lead + (seq_q,), dtype=work)  # (..., seq_q)
 
     heads, rows, keys = _tile_shape(lead[-1], seq_q, seq_k, block_q, block_k)
-    tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None)
+    tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None, is_causal)
     tiles.check_scores = _scores_may_overflow(Q, K, work)
     v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for explicitly, with a clear message
@@ -126,7 +145,8 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None):
                     q = slice(start, start + rows)
                     block_mask = None if mask is None else mask[outer][h, q]  # (heads, rows, seq_k)
                     tile = (Q[outer][h, q], K[outer][h], V[outer][h], block_mask)
-                    output[outer][h, q], lse[outer][h, q] = _attend_query_tile(*tile, v_scale, tiles)
+                    first_query = start if is_causal else None
+                    output[outer][h, q], lse[outer][h, q] = _attend_query_tile(*tile, v_scale, tiles, first_query)
 
     if v_scale != 1:
         output /= v_scale  # a power of two: exact
@@ -139,25 +159,34 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None):
     return output, lse
 
 
-def _attend_query_tile(q, K, V, mask, v_scale, tiles):
+def _attend_query_tile(q, K, V, mask, v_scale, tiles, first_query=None):
     """One tile of queries against every tile of keys: the online softmax.
 
     Shapes: ``q (heads, rows, d_k)``, ``K (heads, seq_k, d_k)``, ``V (heads, seq_k, d_v)``,
-    ``mask (heads, rows, seq_k)`` or None. Returns the tile's output ``(heads, rows, d_v)``
-    and log-sum-exp ``(heads, rows)`` (views of scratch arrays, copied out by the caller).
+    ``mask (heads, rows, seq_k)`` or None. ``first_query``: for causal attention, the
+    position of the tile's first query (None otherwise). Returns the tile's output
+    ``(heads, rows, d_v)`` and log-sum-exp ``(heads, rows)`` (views of scratch arrays, copied
+    out by the caller).
     """
     q = tiles.scaled_queries(q)  # (heads, rows, d_k), times 1 / sqrt(d_k)
     row_max, row_sum, acc = tiles.start(q.shape[:2])  # running max -inf, running sum 0, running output 0
-    for start in range(0, K.shape[-2], tiles.keys):
-        k = slice(start, start + tiles.keys)
-        allowed = None if mask is None else mask[..., k]  # (heads, rows, keys)
-        if allowed is not None and not allowed.any():
-            continue  # a tile nobody may attend to adds nothing (half the tiles of a causal mask)
-        s = tiles.scores(q, K[:, k], allowed)  # (heads, rows, keys): scaled scores, -inf where masked
+    stop = K.shape[-2]
+    if first_query is not None:  # causal: no query of this tile sees a key after its last query
+        stop = min(stop, first_query + q.shape[1])
+    for start in range(0, stop, tiles.keys):
+        k = slice(start, min(start + tiles.keys, stop))
+        if first_query is not None:
+            blocked = tiles.causal_blocked(first_query, q.shape[1], k)  # (1, rows, keys) or None: all allowed
+        else:
+            allowed = None if mask is None else mask[..., k]  # (heads, rows, keys)
+            if allowed is not None and not allowed.any():
+                continue  # a tile nobody may attend to adds nothing (half the tiles of a causal mask)
+            blocked = tiles.blocked_by(allowed)  # (heads, rows, keys) or None
+        s = tiles.scores(q, K[:, k], blocked)  # (heads, rows, keys): scaled scores, -inf where blocked
         new_max = np.maximum(row_max, s.max(axis=-1))  # (heads, rows): the running max, raised by this tile
         shift = np.where(np.isneginf(new_max), 0.0, new_max)  # a row masked so far: exp(-inf - 0) = 0, not NaN
         alpha = np.exp(row_max - shift)  # (heads, rows): rescales what was summed against the old max
-        np.subtract(s, shift[..., None], out=s)
+        np.subtract(s, shift[..., None], out=s)  # a broadcast: NumPy runs it through its ufunc buffer
         p = np.exp(s, out=s)  # (heads, rows, keys): every exponent <= 0, no overflow
         row_sum *= alpha
         row_sum += p @ tiles.ones[: p.shape[-1]]  # row sums, by BLAS (faster than p.sum(-1))
@@ -188,11 +217,15 @@ def _tile_shape(num_heads, seq_q, seq_k, block_q, block_k):
 class _Tiles:
     """Scratch arrays for one tile, allocated once and reused by every tile."""
 
-    def __init__(self, heads, rows, keys, d_k, d_v, dtype, masked):
+    def __init__(self, heads, rows, keys, d_k, d_v, dtype, masked, causal=False):
         self.keys = keys
+        # 1 / sqrt(d_k) in the compute dtype (a float64 scale would cap longdouble at float64 accuracy)
+        self.scale = 1 / np.sqrt(np.dtype(dtype).type(d_k))
         self.q = np.empty((heads, rows, d_k), dtype=dtype)
-        self.s = np.empty((heads, rows, keys), dtype=dtype)
+        self.s = np.empty(heads * rows * keys, dtype=dtype)  # flat: a smaller tile is a contiguous view
         self.blocked = np.empty((heads, rows, keys), dtype=bool) if masked else None
+        # causal: one diagonal of flags, t > first blocked, read as a (rows, keys) Toeplitz view
+        self.diagonal = np.empty(rows + keys - 1, dtype=bool) if causal else None
         self.row_max = np.empty((heads, rows), dtype=dtype)
         self.row_sum = np.empty((heads, rows), dtype=dtype)
         self.acc = np.empty((heads, rows, d_v), dtype=dtype)
@@ -201,7 +234,7 @@ class _Tiles:
 
     def scaled_queries(self, q):
         out = self.q[: q.shape[0], : q.shape[1]]
-        return np.multiply(q, 1.0 / math.sqrt(q.shape[-1]), out=out, dtype=out.dtype)  # float16 queries: in float32
+        return np.multiply(q, self.scale, out=out, dtype=out.dtype)  # float16 queries: in float32
 
     def start(self, shape):
         row_max, row_sum, acc = (a[: shape[0], : shape[1]] for a in (self.row_max, self.row_sum, self.acc))
@@ -210,12 +243,36 @@ class _Tiles:
         acc.fill(0)
         return row_max, row_sum, acc
 
-    def scores(self, q, k, allowed):
-        s = self.s[: q.shape[0], : q.shape[1], : k.shape[1]]
+    def blocked_by(self, allowed):
+        """``~allowed`` in the scratch buffer (None for no mask)."""
+        if allowed is None:
+            return None
+        return np.logical_not(allowed, out=self.blocked[tuple(slice(n) for n in allowed.shape)])
+
+    def causal_blocked(self, first_query, rows, keys):
+        """Where key ``j`` comes after query ``i`` (``j > i``), for the tile's ``rows`` queries
+        from ``first_query`` and the ``keys`` slice: a read-only view of shape ``(1, rows, keys)``,
+        or None when every key is at or before every query (a tile below the diagonal).
+
+        Row ``r``, column ``c`` is blocked when ``c - r > first_query - keys.start``: it depends on
+        ``c - r`` only, so one vector ``z[t]``, ``t = c - r + rows - 1``, holds the whole tile, and
+        a strided view of ``z`` shows it as a matrix without a copy (nor NumPy's ufunc
+        buffers that a broadcast comparison would allocate).
+        """
+        if keys.stop - 1 <= first_query:
+            return None
+        width = keys.stop - keys.start
+        z = self.diagonal[: rows + width - 1]
+        first_blocked = first_query - keys.start + rows  # >= 1: the key loop stops before the last query
+        z[:first_blocked] = False
+        z[first_blocked:] = True
+        # view[0, r, c] = z[rows - 1 - r + c] (np.lib.stride_tricks would do, but keeps a few objects per call)
+        return np.ndarray((1, rows, width), dtype=bool, buffer=z, offset=rows - 1, strides=(0, -1, 1))
+
+    def scores(self, q, k, blocked):
+        shape = (q.shape[0], q.shape[1], k.shape[1])  # (heads, rows, keys)
+        s = self.s[: math.prod(shape)].reshape(shape)  # contiguous, so NumPy needs no buffers to walk it
         np.matmul(q, k.swapaxes(-1, -2), out=s)  # (heads, rows, keys)
-        blocked = None
-        if allowed is not None:
-            blocked = np.logical_not(allowed, out=self.blocked[: s.shape[0], : s.shape[1], : s.shape[2]])
         if self.check_scores:
             _check_scores(s, blocked)
         if blocked is not None:

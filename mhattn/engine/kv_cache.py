@@ -197,8 +197,9 @@ class KVCache:
                 )
         if K_new.dtype != self._keys.dtype:
             raise TypeError(
-                f"K_new must have the cache's dtype {self._keys.dtype}; got {K_new.dtype}. "
-                "Feed every step in the same precision"
+                f"K_new must have the cache's dtype {self._keys.dtype}; got {K_new.dtype}: x's dtype changed "
+                "between steps (the keys and values are computed in x's precision, float16 x in float32). "
+                "Keep x's dtype, or start a new KVCache"
             )
 
     def __repr__(self):
