@@ -26,8 +26,8 @@
 #   sum or by picking the largest score;
 # - why the formula as written overflows on large scores, and the one-line fix (subtract
 #   the maximum) that the package uses;
-# - three properties you can check with numbers: the weights are positive, they sum to
-#   one, and adding a constant to every score changes nothing;
+# - three properties you can check with numbers: the weights are non-negative, they sum
+#   to one, and adding a constant to every score changes nothing;
 # - the most common softmax bug (normalising over the wrong axis), and how to spot it;
 # - how multiplying the scores by a factor makes the weights sharper or flatter, which is
 #   exactly what the $\sqrt{d_k}$ in the next notebook controls.
@@ -41,7 +41,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import softmax
-from mhattn.softmax import softmax_
 from mhattn.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
@@ -62,25 +61,32 @@ FIGURES.mkdir(exist_ok=True)
 # 3. **change smoothly** with every score, so that training can nudge any score and see an
 #    effect.
 #
-# Two obvious ideas fail. Dividing the scores by their sum breaks rule 1 as soon as a score
-# is negative (and divides by zero when the scores cancel). Picking the best key, a one-hot
-# `argmax`, breaks rule 3: a small change to a score changes nothing, so there is nothing
-# to learn from. The softmax makes every score positive with an exponential, then divides
-# by the total:
+# Two obvious ideas fail. **Dividing the scores by their sum** fails in two ways. When the
+# scores have mixed signs, some weights come out negative and others above one, which
+# breaks rule 1 (and when the scores cancel, it divides by zero). When every score is
+# negative, the weights are valid but in *reversed* order: `[-1, -2]` gives `[1/3, 2/3]`,
+# so the worse key gets more weight, which breaks rule 2. **Picking the best key**, a
+# one-hot `argmax`, breaks rule 3: a small change to a score changes nothing, so there is
+# nothing to learn from. The softmax makes every score positive with an exponential, then
+# divides by the total:
 #
 # $$\operatorname{softmax}(s)_i = \frac{e^{s_i}}{\sum_j e^{s_j}}.$$
 
 # %%
 scores = np.array([3.0, 1.0, -0.5, -1.5])  # one query against four keys
 
-print("divide by the sum:", scores / scores.sum())  # a weight of 1.5 and two negative weights
+print("divide by the sum:", scores / scores.sum())  # mixed signs: a weight of 1.5 and two negative weights
 print("one-hot argmax:   ", np.eye(len(scores))[scores.argmax()])  # all or nothing, no gradient
 print("softmax:          ", softmax(scores))
 
+negative = np.array([-1.0, -2.0])  # key 0 is the better match
+print("\nall negative, divide by the sum:", negative / negative.sum(), "<- valid weights, wrong order")
+print("all negative, softmax:         ", softmax(negative))
+
 # %% [markdown]
-# Only the softmax gives a proper set of weights: all positive, in the same order as the
-# scores, summing to one. Most of the weight goes to the best key, but the others still
-# get a share that grows or shrinks smoothly with their scores.
+# Only the softmax gives a proper set of weights both times: none negative, in the same
+# order as the scores, summing to one. Most of the weight goes to the best key, but the
+# others still get a share that grows or shrinks smoothly with their scores.
 #
 # ## The formula as written overflows
 #
@@ -127,12 +133,20 @@ with np.errstate(over="ignore", invalid="ignore"):  # we *want* to see the bad r
 # - the largest score gives exactly $e^0 = 1$, so the denominator is at least 1:
 #   **no division by zero**, however negative the scores.
 #
-# This is the package's softmax core. (The public `mhattn.softmax` first checks its input,
-# then calls this on a copy.) The two lines that mention a slice that is entirely `-inf`
-# matter for masked attention; notebook 02 comes back to them.
+# Here is the package's `softmax`. Under its docstring, the body is the formula above,
+# one line per step, with the shape of the result in a comment. The first line above the
+# `def`, `@checked(softmax_args)`, checks the argument before the body runs (a list
+# becomes an array, `nan` is refused with a clear message, float16 is computed in
+# float32), so that the body itself holds nothing but the idea.
+#
+# Two details go beyond the formula. `initial=-np.inf` gives an empty slice a maximum
+# instead of an error. And the two `np.where` lines handle a slice that is entirely
+# `-inf`: subtracting its maximum would give `-inf - (-inf) = nan`, so it subtracts 0
+# instead, every `exp` is 0, and the slice comes back as zeros rather than `nan`. That
+# case matters for masked attention; notebook 02 comes back to it.
 
 # %%
-show_source(softmax_)
+show_source(softmax)
 
 # %%
 print("scores near 1000  :", softmax(np.array([1000.0, 999.0, 998.0])))
@@ -150,9 +164,13 @@ print("float32 near 90   :", softmax(np.array([90.0, 89.0, 88.0], dtype=np.float
 #
 # ## Three properties, checked with numbers
 #
-# For any scores $s$: the weights are positive, they sum to one, and adding the same
+# For any scores $s$: the weights are non-negative, they sum to one, and adding the same
 # constant $c$ to every score leaves them unchanged (the *shift invariance* we just used).
 # *Multiplying* the scores is different: it changes the weights, though never their order.
+#
+# Why "non-negative" and not "positive"? On paper $e^{s_i}$ is never zero. In floating
+# point it can be: $e^{-800}$ is far below the smallest float64 (about $e^{-745}$), so it
+# rounds to exactly 0. The last line below shows such a weight.
 
 # %%
 rng = np.random.default_rng(0)
@@ -160,11 +178,12 @@ s = rng.normal(size=6)
 p = softmax(s)
 
 print("weights               :", p)
-print("all positive          :", bool((p > 0).all()))
+print("all non-negative      :", bool((p >= 0).all()))
 print("sum                   :", round(float(p.sum()), 12))
 print("shift by +100 and -100:", np.allclose(softmax(s + 100), p), np.allclose(softmax(s - 100), p))
 print("scale by 2 changes it :", not np.allclose(softmax(2 * s), p), "| same order:",
       np.array_equal(np.argsort(softmax(2 * s)), np.argsort(p)))
+print("scores 0 and -800     :", softmax(np.array([0.0, -800.0])), "<- e^-800 rounds to exactly 0")
 
 # %% [markdown]
 # ## Common bug: softmax over the wrong axis
@@ -248,8 +267,8 @@ plt.show()
 #
 # ## Summary
 #
-# - Attention needs weights that are positive, sum to one, keep the scores' order and vary
-#   smoothly. The softmax, $e^{s_i} / \sum_j e^{s_j}$, is the standard choice.
+# - Attention needs weights that are non-negative, sum to one, keep the scores' order and
+#   vary smoothly. The softmax, $e^{s_i} / \sum_j e^{s_j}$, is the standard choice.
 # - Typed in literally, it overflows (`inf / inf = nan`) for scores above about 710 in
 #   float64 or 89 in float32, and gives `0 / 0 = nan` for very negative scores.
 # - Subtracting the row maximum first changes nothing mathematically and fixes both.
@@ -259,40 +278,82 @@ plt.show()
 #
 # ## Exercises
 #
-# Each exercise has a cell to fill in and a cell that checks your answer. The cell to fill
-# in holds a placeholder that calls the package through the small helper `placeholder`
-# below, so the notebook runs from top to bottom; replace the lines between the
-# `YOUR CODE` markers with your own, run that cell, then run the check. The check runs its
-# tests either way, but while your function still calls `placeholder` it reports the
-# exercise as not answered yet. When a test fails, its message says what to look at.
+# Each exercise has a cell for your answer, holding `...` where the answer goes, and a
+# cell that checks it. Replace the `...`, run your cell, then run the check: it prints
+# "not yet" while the `...` is still there, "correct." when your answer passes, and
+# otherwise stops with a message that says what to look at. Below each check is a
+# collapsed cell with a solution, run through the same check; open it only after trying.
+#
+# **Exercise 1 (predict).** A colleague's softmax subtracts the maximum of the *whole
+# array* instead of the maximum of each row:
+#
+# ```python
+# e = np.exp(x - x.max())                   # one maximum for the whole array
+# weights = e / e.sum(axis=-1, keepdims=True)
+# ```
+#
+# For `x = np.array([[2.0, 1.0], [-1000.0, -1001.0]])`, predict the 2 x 2 array of weights
+# it returns, without running it. Two decimals are enough; write `np.nan` for "not a
+# number".
 
 # %%
-placeholder_calls = []  # placeholder() notes each call here; the checks look at it
+global_max_prediction = ...  # e.g. np.array([[0.5, 0.5], [0.5, 0.5]])
 
 
-def placeholder(package_function, *args, **kwargs):
-    """Stand in for an answer not written yet: call the package's version, and note that we did."""
-    placeholder_calls.append(package_function.__name__)
-    return package_function(*args, **kwargs)
+# %%
+def check_exercise_1(prediction):
+    if prediction is ...:
+        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
+    x = np.array([[2.0, 1.0], [-1000.0, -1001.0]])
+    with np.errstate(all="ignore"):  # the nan is the point: no warning
+        e = np.exp(x - x.max())
+        truth = e / e.sum(axis=-1, keepdims=True)
+    prediction = np.asarray(prediction, dtype=float)
+    assert prediction.shape == (2, 2), f"the answer should be a 2 x 2 array (one row per row of x); got {prediction.shape}"
+    assert np.allclose(prediction[0], truth[0], atol=0.01), (
+        "row 0 is off. The maximum of the whole array is 2.0, which is also row 0's own maximum: "
+        "row 0 gets the ordinary softmax of [2, 1]"
+    )
+    assert np.isnan(prediction[1]).all(), (
+        "row 1 is off. x - x.max() puts it at [-1002, -1003], and exp of anything below about -745 "
+        "rounds to exactly 0 in float64: what is 0 / 0?"
+    )
+    return "Exercise 1: correct."
 
+
+print(check_exercise_1(global_max_prediction))
 
 # %% [markdown]
-# **Exercise 1.** Write a numerically stable `my_softmax(x, axis=-1)` using only NumPy
-# (`np.exp`, `np.max`, `np.sum`, ...), not `mhattn`. It must work along any axis of an array
-# of any shape, survive scores in the thousands, and keep float32 as float32.
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# Row 0: the whole array's maximum, 2.0, is also row 0's maximum, so row 0 gets the right
+# answer, softmax([2, 1]) = [e / (e + 1), 1 / (e + 1)] = [0.731, 0.269].
+# Row 1: x - 2 = [-1002, -1003]. Both exponentials underflow to exactly 0 (float64 stops at
+# about e^-745), so the row is 0 / 0 = [nan, nan]. Subtracting each row's own maximum
+# gives every row an exponent of exactly 0, hence a sum of at least 1.
+solution_global_max_prediction = np.array([[0.731, 0.269], [np.nan, np.nan]])
+print(check_exercise_1(solution_global_max_prediction))
+
+# %% [markdown]
+# **Exercise 2 (write).** Write a numerically stable `my_softmax(x, axis=-1)` with NumPy
+# only (`np.exp`, `.max`, `.sum`, ...), not `mhattn`. It must work along any axis of an
+# array of any shape, give finite weights for the array of exercise 1 and for scores in the
+# thousands, and keep float32 as float32. Before you run the check, decide which of the
+# three `axis` values it tries (-1, 0 and 1 on a `(2, 3, 4)` array) would expose a
+# function that always reduces over the last axis, and why the other two cannot.
 
 # %%
 def my_softmax(x, axis=-1):
-    x = np.asarray(x)
-    # ---- YOUR CODE: replace the placeholder line below ----
-    return placeholder(softmax, x, axis=axis)  # calls the package, so the notebook runs
-    # ---- END OF YOUR CODE ----
+    """Softmax of the array x along axis, with NumPy only."""
+    return ...  # your code here
 
 
 # %%
-def check_exercise_1(function):
-    placeholder_calls.clear()
+def check_exercise_2(function):
     small = np.random.default_rng(1).normal(size=(2, 3, 4))
+    if function(small) is ...:
+        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
     for axis in (-1, 0, 1):
         got = np.asarray(function(small, axis=axis))
         assert got.shape == small.shape, f"axis={axis}: the shape changed from {small.shape} to {got.shape}"
@@ -303,57 +364,112 @@ def check_exercise_1(function):
         naive = np.exp(small) / np.exp(small).sum(axis=axis, keepdims=True)  # safe on small scores
         assert np.allclose(got, naive), f"axis={axis}: the values differ from the softmax formula"
     with np.errstate(all="ignore"):  # let the asserts, not warnings, report an overflow
+        rows = np.asarray(function(np.array([[2.0, 1.0], [-1000.0, -1001.0]])))
         huge = np.asarray(function(small * 1000 + 5000))
-    assert np.isfinite(huge).all(), (
-        "scores in the thousands gave inf or nan: an exp overflowed, or a whole slice underflowed to 0. "
-        "Subtract the maximum of each slice (along axis), not of the whole array"
+    assert np.isfinite(rows).all() and np.allclose(rows[1], rows[0]), (
+        f"exercise 1's array gave {rows.tolist()}: subtract the maximum of each slice (along axis), "
+        "not of the whole array"
     )
+    assert np.isfinite(huge).all(), "scores in the thousands gave inf or nan: did an exp overflow?"
     assert np.allclose(huge, function(small * 1000)), "adding a constant to every score changed the weights"
     assert np.asarray(function(small.astype(np.float32))).dtype == np.float32, "float32 scores must give float32 weights"
-    if placeholder_calls:
-        return "Exercise 1: the placeholder still calls mhattn's softmax: not answered yet."
-    return "Exercise 1: correct."
+    return "Exercise 2: correct."
 
 
-print(check_exercise_1(my_softmax))
+print(check_exercise_2(my_softmax))
 
 # %% [markdown]
-# **Exercise 2.** The *log-sum-exp* $\operatorname{lse}(x) = \log \sum_j e^{x_j}$ is the
-# logarithm of the softmax's denominator; language models use it to turn scores into
-# log-probabilities, $\log \operatorname{softmax}(x)_i = x_i - \operatorname{lse}(x)$.
-# Write `my_logsumexp(x)` for a 1-D array, without `mhattn`, so that it returns a finite,
-# correct number for scores near $+1000$ and near $-1000$ alike.
-# *Hint:* the trick of this notebook works here too.
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# Only axis=0 and axis=1 expose a function that ignores `axis`: with axis=-1 it does the
+# right thing by accident. (That is why the check tries three axes, and why a test that
+# only ever uses the default axis proves little.)
+def solution_softmax(x, axis=-1):
+    x = np.asarray(x)  # float32 stays float32: no dtype= here
+    e = np.exp(x - x.max(axis=axis, keepdims=True))  # each slice's own maximum: exponents <= 0
+    return e / e.sum(axis=axis, keepdims=True)  # each sum >= 1: no division by zero
+
+
+print(check_exercise_2(solution_softmax))
+
+# %% [markdown]
+# **Exercise 3 (predict, then write).** The *log-sum-exp* $\operatorname{lse}(x) = \log
+# \sum_j e^{x_j}$ is the logarithm of the softmax's denominator; language models use it to
+# turn scores into log-probabilities, $\log \operatorname{softmax}(x)_i = x_i -
+# \operatorname{lse}(x)$. First predict, on paper: what is $\operatorname{lse}$ of five
+# scores that all equal $-1000$? (The naive `np.log(np.sum(np.exp(x)))` says `-inf`.) Then
+# write `my_logsumexp(x)` for a 1-D array, with NumPy only, that returns a finite, correct
+# number for scores near $+1000$ and near $-1000$ alike. *Hint:* the trick of this
+# notebook works here too, but you must add something back.
 
 # %%
 def my_logsumexp(x):
-    x = np.asarray(x, dtype=np.float64)
-    # ---- YOUR CODE: replace the placeholder lines below ----
-    best = np.argmax(x)  # placeholder: lse(x) = x_i - log softmax(x)_i, for any i
-    return x[best] - np.log(placeholder(softmax, x)[best])
-    # ---- END OF YOUR CODE ----
+    """log(sum(exp(x))) of a 1-D array x, without overflow or underflow."""
+    return ...  # your code here
 
 
 # %%
-def check_exercise_2(function):
-    placeholder_calls.clear()
+def check_exercise_3(function):
     x = np.random.default_rng(2).normal(size=7)
+    if function(x) is ...:
+        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
     assert np.isclose(function(x), np.log(np.sum(np.exp(x)))), "wrong value on small scores"
     with np.errstate(all="ignore"):  # let the asserts, not warnings, report an overflow
         high, low = function(x + 1000), function(np.full(5, -1000.0))
     assert np.isfinite(high), "scores near +1000 gave inf or nan: exp overflowed"
-    assert np.isclose(high, function(x) + 1000), "lse(x + c) should equal lse(x) + c"
+    assert np.isclose(high, function(x) + 1000), "lse(x + c) should equal lse(x) + c: did you add the maximum back?"
     assert np.isfinite(low), "scores near -1000 gave -inf or nan: every exp underflowed to zero"
     assert np.isclose(low, -1000 + np.log(5)), "five equal scores a should give a + log(5)"
     assert np.allclose(np.exp(x - function(x)), softmax(x)), "exp(x - lse(x)) should be the softmax"
-    if placeholder_calls:
-        return "Exercise 2: the placeholder still calls mhattn's softmax: not answered yet."
-    return "Exercise 2: correct."
+    return "Exercise 3: correct."
 
 
-print(check_exercise_2(my_logsumexp))
+print(check_exercise_3(my_logsumexp))
 
 # %% [markdown]
+# *Solution to exercise 3: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# The prediction: the sum is 5 e^-1000, so lse = log 5 - 1000 = -998.39 (about). Not -inf:
+# only the naive computation underflows, the number itself is ordinary.
+# The code: with m = max(x), log sum_j e^{x_j} = m + log sum_j e^{x_j - m}. The shifted sum
+# is between 1 and len(x), so its log is harmless; forgetting to add m back is the usual slip.
+def solution_logsumexp(x):
+    x = np.asarray(x, dtype=np.float64)
+    m = x.max()
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+print(check_exercise_3(solution_logsumexp))
+
+# %% [markdown]
+# ## References
+#
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
+#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). The softmax inside scaled
+#   dot-product attention.
+# - Goodfellow, I., Bengio, Y. and Courville, A. (2016). *Deep Learning.* MIT Press,
+#   section 4.1, "Overflow and Underflow". The softmax that subtracts the maximum, and why.
+# - Blanchard, P., Higham, D. J. and Higham, N. J. (2021). *Accurately computing the
+#   log-sum-exp and softmax functions.* IMA Journal of Numerical Analysis 41(4), 2311-2330.
+#   [doi:10.1093/imanum/draa038](https://doi.org/10.1093/imanum/draa038). A rounding-error
+#   analysis of the shifted softmax and log-sum-exp of this notebook.
+# - Milakov, M. and Gimelshein, N. (2018). *Online normalizer calculation for softmax.*
+#   [arXiv:1805.02867](https://arxiv.org/abs/1805.02867). The maximum and the sum in a
+#   single pass, rescaling the running sum whenever the maximum grows: the idea behind
+#   FlashAttention, derived from this notebook's trick in notebook 08.
+#
+# **Read next.** Each of these builds the same layer with different emphasis:
+# Zhang, Lipton, Li and Smola, *Dive into Deep Learning*, chapter "Attention Mechanisms and
+# Transformers" ([d2l.ai](https://d2l.ai)); Raschka, S. (2024), *Build a Large Language
+# Model (From Scratch)*, Manning, chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch));
+# Rush, A. (2018), *The Annotated Transformer*
+# ([nlp.seas.harvard.edu/annotated-transformer](https://nlp.seas.harvard.edu/annotated-transformer/));
+# and, to watch a softmax temperature act on a real model, Cho, A. et al. (2024),
+# *Transformer Explainer* ([poloclub.github.io/transformer-explainer](https://poloclub.github.io/transformer-explainer/)).
+#
 # ---
 # Next: [02_scaled_dot_product_attention.ipynb](02_scaled_dot_product_attention.ipynb) puts
 # the softmax to work, turning the dot products of queries and keys into attention

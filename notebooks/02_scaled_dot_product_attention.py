@@ -43,7 +43,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention, softmax
-from mhattn.attention import attend
 from mhattn.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
@@ -102,19 +101,27 @@ print("output (one row per query):\n", output)
 #
 # ## The code
 #
-# `scaled_dot_product_attention` checks its arguments (shapes, dtypes, the mask) and then
-# calls this core, which is the formula line by line:
+# Here is the package's function. The line above the `def`, `@checked(attention_args)`,
+# checks the arguments before the body runs (shapes that fit together, finite numbers, a
+# boolean mask of a shape that fits the scores) and reports a mistake by the argument's
+# name. Below the docstring, the body is the formula, one line per step, each with the
+# shape it makes:
 
 # %%
-show_source(attend)
+show_source(scaled_dot_product_attention)
 
 # %% [markdown]
-# The size test at the top sends very large inputs to a block-by-block version of the same
-# computation, explained in notebook 06; you can ignore it here.
+# Read the body against the formula: the scores `Q @ K.T / sqrt(d_k)` (`swapaxes(-1, -2)`
+# is a transpose of the last two axes only, so any leading batch and head axes pass
+# through), the mask, the softmax over the keys (`axis=-1`), and the weighted sum
+# `weights @ V`. Two lines need a word:
 #
-# Two details differ from the formula as printed. The scale multiplies `Q` before the
-# matmul rather than the scores after it: the same result, but `seq_q * d_k` products
-# instead of `seq_q * seq_k`. And the scale is a Python `float`; we will see below why
+# - the mask sets every forbidden score to `-inf`, so that its weight, $e^{-\infty} = 0$,
+#   is exactly zero; the masks section below shows them at work;
+# - `dropout_p` is for training only (each weight is dropped with that probability, the
+#   rest rescaled); it is 0 by default, and this chapter never uses it.
+#
+# The scale is `math.sqrt`, a Python `float`, and not `np.sqrt`; we will see below why
 # that matters.
 #
 # Let us check the package against an independent, slow version: a plain loop over the
@@ -231,9 +238,9 @@ for name, divisor in [("sqrt(d_k)    ", math.sqrt(d_k)), ("sqrt(d_model)", math.
           f"largest weight {softmax(scaled).max(axis=-1).mean():.3f} (uniform: {1 / num_keys:.3f})")
 
 # %% [markdown]
-# The package cannot make this mistake: `attend` reads $d_k$ from `Q.shape[-1]`, the width
-# of the arrays it is actually multiplying. Read sizes from the arrays in hand rather than
-# from a configuration value that describes something else.
+# The package cannot make this mistake: `scaled_dot_product_attention` reads $d_k$ from
+# `Q.shape[-1]`, the width of the arrays it is actually multiplying. Read sizes from the
+# arrays in hand rather than from a configuration value that describes something else.
 #
 # ## Common bug: float32 turned into float64 by `np.sqrt`
 #
@@ -300,11 +307,10 @@ print("padding mask", padding.shape, "keys per sequence:\n", padding[:, 0, 0].as
 print("causal & padding", both.shape, "for the second sequence:\n", both[1, 0].astype(int))
 
 # %%
-x = rng.normal(size=(2, seq_len, 8))  # (batch, seq_len, d_k); self-attention: Q = K = V = x, to keep it short
-# This x has no heads axis, so we drop the mask's heads axis too: both[:, 0] is (batch, seq_len, seq_len).
-out_m, w_m = scaled_dot_product_attention(x, x, x, mask=both[:, 0])
-print("weights of the second sequence:\n", w_m[1])
-print("masked weights are exactly zero:", bool((w_m[~both[:, 0]] == 0).all()))
+x = rng.normal(size=(2, 1, seq_len, 8))  # (batch, 1 head, seq_len, d_k); self-attention: Q = K = V = x, to keep it short
+out_m, w_m = scaled_dot_product_attention(x, x, x, mask=both)  # both: (batch, 1, seq_len, seq_len)
+print("weights of the second sequence:\n", w_m[1, 0])
+print("masked weights are exactly zero:", bool((w_m[~both] == 0).all()))
 print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
 
 # %% [markdown]
@@ -353,9 +359,17 @@ print("the other row is the same all three ways:", w_e[0])
 #   spreads to everything computed from this row, and during training, through the
 #   gradients, into the weights of the whole model.
 # - **The package** returns zero weights and a zero output: a query that may look at
-#   nothing receives nothing. These are the two guard lines in `softmax_` from notebook 01.
-#   PyTorch's `scaled_dot_product_attention` makes the same choice (since PyTorch 2.5;
-#   older versions return `nan`, and `nn.MultiheadAttention` can still give `nan`).
+#   nothing receives nothing. This is the rule for an all `-inf` slice in `softmax`
+#   (notebook 01).
+#
+# What does PyTorch do? Its `torch.nn.functional.scaled_dot_product_attention` returns the
+# same zeros (since PyTorch 2.5; older versions return `nan`) on the CPU, and on a CUDA GPU
+# in its *math* and *memory-efficient* backends. That is not every backend: on a CUDA GPU
+# in float16 or bfloat16 with a boolean mask, the backend PyTorch 2.11 picked by default
+# (cuDNN) returned a finite but *nonzero* output for the empty row, with entries up to 0.49
+# in absolute value. `nn.MultiheadAttention` can still give `nan`. If your model can produce
+# empty rows, zero their outputs yourself, or make sure no row is empty, rather than rely
+# on a library's choice.
 #
 # ## A picture of the weights
 #
@@ -410,45 +424,90 @@ plt.show()
 # - Scale by a Python float (`math.sqrt`): `np.sqrt` silently turns float32 into float64.
 # - Masks are True where attention is allowed; `torch.nn.MultiheadAttention` uses the
 #   opposite convention. A query with nothing to attend to gets zero weights and a zero
-#   output here (as in PyTorch's `scaled_dot_product_attention` since PyTorch 2.5), where
-#   `-1e9` would leak the mean of forbidden values and `-inf` gives `nan`.
+#   output here, where `-1e9` would leak the mean of forbidden values and `-inf` gives
+#   `nan`. PyTorch's `scaled_dot_product_attention` gives zeros too on the CPU and in its
+#   CUDA math and memory-efficient backends, but not in every GPU backend.
 #
 # ## Exercises
 #
-# As in notebook 01, each exercise has a cell to fill in, pre-filled with a placeholder
-# that goes through the helper `placeholder` below, and a cell that checks your answer.
-# Replace the lines between the `YOUR CODE` markers, run the cell, then run the check;
-# while your function still calls `placeholder`, the check reports it as not answered yet.
+# As in notebook 01, each exercise has a cell for your answer, holding `...` where the
+# answer goes, and a cell that checks it: it prints "not yet" while the `...` is there,
+# "correct." when your answer passes, and otherwise stops with a message that says what
+# to look at. A collapsed cell below each check holds a solution, run through the same check.
+#
+# **Exercise 1 (predict, by hand).** One query, two keys, two values, $d_k = 2$:
+#
+# ```python
+# Q = np.array([[1.0, 0.0]])
+# K = np.array([[2.0, 0.0], [0.0, 2.0]])
+# V = np.array([[10.0, 0.0], [0.0, 10.0]])
+# ```
+#
+# Work out the scores, the weights and the output `scaled_dot_product_attention(Q, K, V)`
+# returns, with pencil and a calculator for one `exp`. Write the output, shape `(1, 2)`,
+# to one decimal.
 
 # %%
-placeholder_calls = []  # placeholder() notes each call here; the checks look at it
+output_prediction = ...  # e.g. np.array([[5.0, 5.0]])
 
 
-def placeholder(package_function, *args, **kwargs):
-    """Stand in for an answer not written yet: call the package's version, and note that we did."""
-    placeholder_calls.append(package_function.__name__)
-    return package_function(*args, **kwargs)
+# %%
+def check_exercise_1(prediction):
+    if prediction is ...:
+        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
+    Q = np.array([[1.0, 0.0]])
+    K = np.array([[2.0, 0.0], [0.0, 2.0]])
+    V = np.array([[10.0, 0.0], [0.0, 10.0]])
+    prediction = np.asarray(prediction, dtype=float).reshape(-1)
+    assert prediction.shape == (2,), f"the output has one row of d_v = 2 numbers; got {prediction.size} numbers"
+    assert np.isclose(prediction.sum(), 10.0, atol=0.15), (
+        "the two numbers should add up to 10: the weights sum to one, and each value row holds a single 10"
+    )
+    for divisor, mistake in [(1.0, "forgot to divide the scores by sqrt(d_k)"),
+                             (2.0, "divided by d_k instead of sqrt(d_k)")]:
+        wrong = softmax(Q @ K.T / divisor) @ V
+        assert not np.allclose(prediction, wrong[0], atol=0.05), f"close, but this is what you get if you {mistake}"
+    truth = scaled_dot_product_attention(Q, K, V)[0][0]
+    assert np.allclose(prediction, truth, atol=0.15), (
+        "not quite: the scores are Q @ K.T / sqrt(2); take their softmax, then the weighted sum of the rows of V"
+    )
+    return "Exercise 1: correct."
 
+
+print(check_exercise_1(output_prediction))
 
 # %% [markdown]
-# **Exercise 1.** Write `my_attention(Q, K, V, mask=None)` with NumPy only, returning
-# `(output, weights)`. It must accept any leading axes, apply a boolean mask (True = may
-# attend), keep float32 as float32, and give a query with no allowed key zero weights and a
-# zero output.
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# Scores: Q @ K.T = [[2, 0]], divided by sqrt(2): [[1.414, 0]].
+# Weights: softmax([1.414, 0]) = [e^1.414, 1] / (e^1.414 + 1) = [4.113, 1] / 5.113 = [0.804, 0.196].
+# Output: 0.804 * [10, 0] + 0.196 * [0, 10] = [8.04, 1.96].
+# (Without the scale, softmax([2, 0]) would give [8.81, 1.19]; dividing by d_k = 2, [7.31, 2.69].)
+solution_output_prediction = np.array([[8.0, 2.0]])
+print(check_exercise_1(solution_output_prediction))
+
+# %% [markdown]
+# **Exercise 2 (write).** Write `my_attention(Q, K, V, mask=None)` with NumPy only (and
+# the package's `softmax` if you like), returning `(output, weights)`. It must accept any
+# leading axes, apply a boolean mask (True = may attend), keep float32 as float32, and give
+# a query with no allowed key zero weights and a zero output. Before you run the check,
+# predict what your first attempt will do with that empty row, and which line decides it.
 
 # %%
 def my_attention(Q, K, V, mask=None):
-    # ---- YOUR CODE: replace the placeholder line below; return (output, weights) ----
-    return placeholder(scaled_dot_product_attention, Q, K, V, mask)  # calls the package
-    # ---- END OF YOUR CODE ----
+    """(output, weights) of scaled dot-product attention, with NumPy only."""
+    return ...  # your code here
 
 
 # %%
-def check_exercise_1(function):
-    placeholder_calls.clear()
+def check_exercise_2(function):
     rng_check = np.random.default_rng(7)
     Q, K, V = (rng_check.normal(size=shape) for shape in [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)])
-    out, w = (np.asarray(a) for a in function(Q, K, V))
+    result = function(Q, K, V)
+    if result is ...:
+        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
+    out, w = (np.asarray(a) for a in result)
     assert out.shape == (2, 3, 4, 6), f"output should have shape (batch, heads, seq_q, d_v) = (2, 3, 4, 6); got {out.shape}"
     assert w.shape == (2, 3, 4, 5), f"weights should have shape (batch, heads, seq_q, seq_k) = (2, 3, 4, 5); got {w.shape}"
     assert np.allclose(w.sum(axis=-1), 1.0), "each query's weights (a row, over the keys) should sum to 1: which axis?"
@@ -473,55 +532,113 @@ def check_exercise_1(function):
     assert out.dtype == np.float32 and w.dtype == np.float32, (
         f"float32 in should give float32 out; got {out.dtype} and {w.dtype} (np.sqrt?)"
     )
-    if placeholder_calls:
-        return "Exercise 1: the placeholder still calls the package: not answered yet."
-    return "Exercise 1: correct."
+    return "Exercise 2: correct."
 
 
-print(check_exercise_1(my_attention))
+print(check_exercise_2(my_attention))
 
 # %% [markdown]
-# **Exercise 2.** Language models that generate from a batch of prompts usually pad on the
-# *left*, so that every prompt ends at the last position. Write
-# `left_padding_mask(lengths, seq_len)`: a boolean array of shape `(batch, 1, 1, seq_len)`
-# that is True for the real tokens of each sequence, which are its *last* `lengths[b]`
-# positions. Use `np.arange` and a comparison. The check then combines it with a causal
-# mask, and you will meet the empty rows from above.
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# The usual first attempt fills masked scores with -1e9 and gets a uniform row (the mean of
+# the values), or with -inf and gets nan from -inf - (-inf). The line that decides is the
+# softmax: here the package's softmax, which turns an all -inf row into zeros. With your
+# own softmax, subtract a finite number where the row maximum is -inf, and divide by 1
+# where the sum is 0.
+def solution_attention(Q, K, V, mask=None):
+    d_k = Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(d_k)  # (..., seq_q, seq_k); a Python float keeps float32
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)  # True = may attend
+    weights = softmax(scores, axis=-1)  # an all -inf row becomes zeros
+    return weights @ V, weights  # (..., seq_q, d_v), (..., seq_q, seq_k)
+
+
+print(check_exercise_2(solution_attention))
+
+# %% [markdown]
+# **Exercise 3 (predict, then write).** Language models that generate from a batch of
+# prompts usually pad on the *left*, so that every prompt ends at the last position.
+# First predict: for `lengths = [5, 2, 0]` and `seq_len = 5`, with left padding combined
+# with a causal mask, how many queries of each of the three sequences have no key at all
+# to attend to? Then write `left_padding_mask(lengths, seq_len)`: a boolean array of shape
+# `(batch, 1, 1, seq_len)` that is True for the real tokens of each sequence, which are its
+# *last* `lengths[b]` positions. Use `np.arange` and a comparison. The check combines it
+# with a causal mask and counts the empty rows.
 
 # %%
 def left_padding_mask(lengths, seq_len):
-    lengths = np.asarray(lengths)
-    # ---- YOUR CODE: replace the placeholder line below ----
-    return placeholder(padding_mask, lengths, seq_len)  # placeholder: RIGHT padding, the wrong side
-    # ---- END OF YOUR CODE ----
+    """(batch, 1, 1, seq_len) boolean mask, True for the last lengths[b] positions of sequence b."""
+    return ...  # your code here
 
 
 # %%
-def check_exercise_2(function):
-    placeholder_calls.clear()
+def check_exercise_3(function):
     lengths, seq_len = np.array([5, 2, 0]), 5
-    mask = np.asarray(function(lengths, seq_len))
-    if placeholder_calls:  # the placeholder is a wrong answer on purpose: nothing to test yet
-        return "Exercise 2: the placeholder still calls the package: not answered yet."
+    mask = function(lengths, seq_len)
+    if mask is ...:
+        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
+    mask = np.asarray(mask)
     assert mask.dtype == bool, f"the mask should be boolean; got {mask.dtype}"
     assert mask.shape == (3, 1, 1, 5), f"the shape should be (batch, 1, 1, seq_len) = (3, 1, 1, 5); got {mask.shape}"
     assert mask.sum(axis=-1).ravel().tolist() == lengths.tolist(), "each sequence should have lengths[b] real tokens"
     assert not (mask[..., :-1] & ~mask[..., 1:]).any(), "real tokens must come last: a True may never be followed by a False"
 
     x = np.random.default_rng(8).normal(size=(3, seq_len, 4))
-    both = (causal_mask(seq_len) & mask)[:, 0]  # (batch, seq_len, seq_len)
-    out, w = scaled_dot_product_attention(x, x, x, mask=both)
-    empty = ~both.any(axis=-1)  # (batch, seq_len): the queries with nothing to see
+    both = causal_mask(seq_len) & mask  # (batch, 1, seq_len, seq_len)
+    out, w = scaled_dot_product_attention(x[:, None], x[:, None], x[:, None], mask=both)
+    empty = ~both[:, 0].any(axis=-1)  # (batch, seq_len): the queries with nothing to see
     assert empty.sum(axis=-1).tolist() == (seq_len - lengths).tolist(), (
         "with a causal mask, exactly the padding queries should have nothing to attend to"
     )
-    assert np.all(w[empty] == 0) and np.all(out[empty] == 0), "those queries should get zero weights and output"
-    return "Exercise 2: the padding queries see nothing and get zero weights, as they should: correct."
+    assert np.all(w[:, 0][empty] == 0) and np.all(out[:, 0][empty] == 0), "those queries should get zero weights and output"
+    return "Exercise 3: correct."
 
 
-print(check_exercise_2(left_padding_mask))
+print(check_exercise_3(left_padding_mask))
 
 # %% [markdown]
+# *Solution to exercise 3: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# The prediction: 0, 3 and 5. With left padding the fillers come first, and a causal mask
+# lets a filler see only itself and earlier positions: all fillers. So every padding query
+# has an empty row: 5 - 5 = 0, 5 - 2 = 3 and 5 - 0 = 5 of them. (With right padding there
+# are none: every query can see position 0, unless the sequence has length 0.)
+def solution_left_padding_mask(lengths, seq_len):
+    first_real = seq_len - np.asarray(lengths)[:, None]  # (batch, 1): where the real tokens start
+    return (np.arange(seq_len) >= first_real)[:, None, None, :]  # (batch, 1, 1, seq_len)
+
+
+print(check_exercise_3(solution_left_padding_mask))
+
+# %% [markdown]
+# ## References
+#
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
+#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.1 defines scaled
+#   dot-product attention, and its footnote 4 gives the variance argument for
+#   $1/\sqrt{d_k}$ measured above.
+# - Bahdanau, D., Cho, K. and Bengio, Y. (2015). *Neural Machine Translation by Jointly
+#   Learning to Align and Translate.* ICLR 2015. [arXiv:1409.0473](https://arxiv.org/abs/1409.0473).
+#   Attention as a learned, soft alignment, before the Transformer.
+# - PyTorch documentation, [`torch.nn.functional.scaled_dot_product_attention`](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
+#   (a boolean `attn_mask` is True where attention is allowed) and
+#   [`torch.nn.MultiheadAttention`](https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html)
+#   (True where it is not).
+#
+# **Read next.** Zhang, Lipton, Li and Smola, *Dive into Deep Learning*, chapter "Attention
+# Mechanisms and Transformers" ([d2l.ai](https://d2l.ai)), for attention as kernel
+# regression; Raschka, S. (2024), *Build a Large Language Model (From Scratch)*, Manning,
+# chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), for causal masks and
+# dropout on the weights; Rush, A. (2018), *The Annotated Transformer*
+# ([nlp.seas.harvard.edu/annotated-transformer](https://nlp.seas.harvard.edu/annotated-transformer/)),
+# whose `attention` function fills masked scores with `-1e9`; and Cho, A. et al. (2024),
+# *Transformer Explainer* ([poloclub.github.io/transformer-explainer](https://poloclub.github.io/transformer-explainer/)),
+# to see the masked, scaled scores of a real GPT-2.
+#
 # ---
 # Next: [03_splitting_heads.ipynb](03_splitting_heads.ipynb) cuts the model width into
 # several narrow heads that attend side by side, all with the function of this notebook.

@@ -19,17 +19,21 @@
 # One attention head gives each query a single set of weights: it can look mostly at one
 # place, or spread itself thin. Multi-head attention runs several heads side by side, so
 # one token can look at the previous word *and* at the subject of the sentence at the same
-# time. It does this with about as much arithmetic as one big head: the `d_model` numbers
-# of each token are cut into `num_heads` slices, and each head works on its own narrow
-# slice (each head does compute its own score matrix and softmax, though). This notebook is
-# about that cut. It is only a reshape and a transpose, and it is the place where the
+# time. It does this with about as much arithmetic as one big head. The model first
+# computes every token's query, key and value with three projections, `Q = x @ W_q`,
+# `K = x @ W_k` and `V = x @ W_v`, each `d_model` numbers wide. Then it cuts each of `Q`,
+# `K` and `V` into `num_heads` slices of width `d_k`, and head `h` attends with its own
+# slice of all three (each head computes its own score matrix and softmax). This notebook
+# is about that cut. It is only a reshape and a transpose, and it is the place where the
 # quietest bug of the chapter lives.
 #
 # **In this notebook you will learn**
 #
-# - how `(batch, seq_len, d_model)` becomes `(batch, num_heads, seq_len, d_k)`, and why the
-#   heads axis has to move in front of the tokens;
-# - exactly which columns of each token feed which head, in a picture;
+# - how the queries, keys and values, each `(batch, seq_len, d_model)`, become
+#   `(batch, num_heads, seq_len, d_k)`, and why the heads axis has to move in front of the
+#   tokens;
+# - why we split the *projections* and not the input, and which columns feed which head,
+#   in a picture;
 # - the classic bug, a reshape without the transpose, which scrambles tokens across heads
 #   without any error and passes a round-trip test, and two tests that do catch it (one
 #   of them shows a variant of the bug leaking the future through a causal mask);
@@ -54,9 +58,9 @@ rng = np.random.default_rng(0)
 # %% [markdown]
 # ## From one wide head to many narrow ones
 #
-# With `d_model = 8` and `num_heads = 2`, each head gets `d_k = d_model // num_heads = 4`
-# numbers per token: head 0 gets columns 0 to 3, head 1 gets columns 4 to 7. Two steps
-# put them where attention wants them:
+# Take the queries. With `d_model = 8` and `num_heads = 2`, each head gets
+# `d_k = d_model // num_heads = 4` numbers of every token's query: head 0 gets columns 0
+# to 3 of `Q`, head 1 gets columns 4 to 7. Two steps put them where attention wants them:
 #
 # 1. **reshape** `(batch, seq_len, d_model)` to `(batch, seq_len, num_heads, d_k)`: cut
 #    each token's row into `num_heads` pieces. Nothing moves in memory; the last axis is
@@ -66,25 +70,27 @@ rng = np.random.default_rng(0)
 #    and treats every axis before them as "one more independent problem", so the heads
 #    must sit there, next to the batch.
 #
-# To see where every number goes, we fill `x` with readable numbers: the entry for token
-# `t` and column `c` is `10 * t + c`.
+# The keys and values are split in exactly the same way. To see where every number goes,
+# we fill `Q` with readable numbers instead of a real projection: the entry for token `t`
+# and column `c` is `10 * t + c`.
 
 # %%
 batch, seq_len, d_model, num_heads = 1, 3, 8, 2
 t = np.arange(seq_len)[:, None]  # token index, down the rows
 c = np.arange(d_model)[None, :]  # column index, across
-x = (10 * t + c)[None].astype(float)  # (batch, seq_len, d_model) = (1, 3, 8)
-print("x[0], one row per token:\n", x[0])
+Q = (10 * t + c)[None].astype(float)  # (batch, seq_len, d_model) = (1, 3, 8): stands in for x @ W_q
+print("Q[0], one row per token:\n", Q[0])
 
-heads = split_heads(x, num_heads)  # (batch, num_heads, seq_len, d_k) = (1, 2, 3, 4)
-print("\nsplit_heads(x, 2) has shape", heads.shape)
+Q_heads = split_heads(Q, num_heads)  # (batch, num_heads, seq_len, d_k) = (1, 2, 3, 4)
+print("\nsplit_heads(Q, 2) has shape", Q_heads.shape)
 for h in range(num_heads):
-    print(f"head {h}, one row per token:\n", heads[0, h])
+    print(f"head {h}, one row per token:\n", Q_heads[0, h])
 
 # %% [markdown]
 # Each head still has one row per token (the tens digit runs 0, 1, 2 down the rows in both
-# heads), but only its own four columns. Here is the package's code; the shape comments
-# follow each step:
+# heads), but only its own four columns. Here is the package's code. The line above the
+# `def` checks the arguments (a 3-D array whose last axis `num_heads` divides) before the
+# body runs; the body is the two steps, with the shape after each in a comment:
 
 # %%
 show_source(split_heads)
@@ -92,42 +98,50 @@ show_source(split_heads)
 # %% [markdown]
 # `combine_heads` does the same two steps backwards: move the tokens in front of the heads
 # again, then glue each token's `num_heads` pieces back into one row of width `d_model`.
+# In the module (notebook 04) it runs once, on the heads' outputs.
 
 # %%
 show_source(combine_heads)
 
 # %% [markdown]
-# ## Checking the split against its specification
+# ## Split the projections, not the input
 #
-# The specification fits in one line: **head `h` sees columns `h * d_k` to
-# `(h + 1) * d_k - 1` of every token**, in the original token order. Let us check it with
-# shapes in which every axis has a different length, together with two more facts: the
-# split is a *view* of `x` (no numbers are copied), and `combine_heads` undoes it exactly.
+# Why split `Q`, `K` and `V` and not the input `x` itself? Column `j` of `Q = x @ W_q` is
+# made from *all* `d_model` numbers of the token, through column `j` of `W_q`. So head
+# `h`'s slice of `Q` is `x @ W_q[:, h * d_k:(h + 1) * d_k]`: a projection of the whole
+# token through the head's own columns of `W_q` (and likewise of `W_k` and `W_v`), learned
+# separately for each head. That is what lets heads specialise. Splitting `x` instead
+# would hand each head a fixed slice of the raw token, the same one forever; notebook 04
+# shows this bug ("splitting before projecting").
+#
+# The specification of the split fits in one line: **head `h` sees columns `h * d_k` to
+# `(h + 1) * d_k - 1` of every token**, in the original token order. Let us check it on
+# a real projection, with shapes in which every axis has a different length, together
+# with the column-slice reading above and two more facts: the split is a *view* (no
+# numbers are copied), and `combine_heads` undoes it exactly.
 
 # %%
-x = rng.normal(size=(2, 5, 12))  # batch 2, seq_len 5, d_model 12
+x = rng.normal(size=(2, 5, 12))  # (batch, seq_len, d_model) = (2, 5, 12)
+W_q = rng.normal(size=(12, 12)) / np.sqrt(12)  # (d_model, d_model)
 num_heads = 3
 d_k = x.shape[-1] // num_heads  # 4
-heads = split_heads(x, num_heads)  # (2, 3, 5, 4)
+Q = x @ W_q  # (2, 5, 12): every column made from the whole token
+Q_heads = split_heads(Q, num_heads)  # (2, 3, 5, 4)
 
-print("shape:", x.shape, "->", heads.shape)
-print("head h == columns h*d_k:(h+1)*d_k, for every h:",
-      all(np.array_equal(heads[:, h], x[:, :, h * d_k:(h + 1) * d_k]) for h in range(num_heads)))
-print("a view of x, no copy:", np.shares_memory(heads, x))
-print("combine_heads(split_heads(x)) == x exactly:", np.array_equal(combine_heads(heads), x))
+print("shape:", Q.shape, "->", Q_heads.shape)
+print("head h == columns h*d_k:(h+1)*d_k of Q, for every h:",
+      all(np.array_equal(Q_heads[:, h], Q[:, :, h * d_k:(h + 1) * d_k]) for h in range(num_heads)))
+print("head h == x @ (head h's columns of W_q), for every h:",
+      all(np.allclose(Q_heads[:, h], x @ W_q[:, h * d_k:(h + 1) * d_k]) for h in range(num_heads)))
+print("a view of Q, no copy:", np.shares_memory(Q_heads, Q))
+print("combine_heads(split_heads(Q)) == Q exactly:", np.array_equal(combine_heads(Q_heads), Q))
 
 # %% [markdown]
-# In the full model (notebook 04) the arrays we split are the queries, keys and values,
-# for example `Q = x @ W_q`. Column `j` of `Q` is made by column `j` of `W_q`, so head `h`'s
-# queries come from columns `h * d_k` to `(h + 1) * d_k - 1` of `W_q`: each head has its
-# own slice of the projection matrices, learned separately. That is what lets heads
-# specialise.
-#
 # ## A picture of the split
 #
-# To draw the split, we run `split_heads` on two arrays shaped like `x`: one holding each
+# To draw the split, we run `split_heads` on two arrays shaped like `Q`: one holding each
 # entry's token index, one holding its column index. Colour shows the token an entry
-# came from, the number shows its column in `x`. We will draw the same picture for the
+# came from, the number shows its column in `Q`. We will draw the same picture for the
 # buggy version below, so the drawing lives in a small function.
 
 # %%
@@ -140,7 +154,7 @@ token_colours = plt.get_cmap("Pastel1").colors[:seq_len]
 def draw_split(split, title):
     """Draw token_of/column_of before and after `split`; return the figure."""
     tokens, columns = split(token_of), split(column_of)  # each (1, num_heads, rows, d_k)
-    panels = [("x[0] before the split", token_of[0], column_of[0])]
+    panels = [("Q[0] before the split", token_of[0], column_of[0])]
     panels += [(f"head {h}", tokens[0, h], columns[0, h]) for h in range(num_heads)]
     fig, axes = plt.subplots(1, 1 + num_heads, figsize=(11, 3.2),
                              gridspec_kw={"width_ratios": [d_model] + [d_model // num_heads] * num_heads})
@@ -150,20 +164,20 @@ def draw_split(split, title):
             ax.text(j, i, str(value), ha="center", va="center", fontsize=11)
         ax.set_xticks(range(col.shape[1]))
         ax.set_yticks(range(col.shape[0]))
-        ax.set_xlabel("column of x" if col.shape[1] == d_model else "position within the head")
+        ax.set_xlabel("column of Q" if col.shape[1] == d_model else "position within the head")
         ax.set_ylabel("row = token" if col.shape[1] == d_model else "row = sequence position")
         ax.set_title(name)
     axes[0].axvline(d_model // num_heads - 0.5, color="black", linewidth=3)  # where the heads are cut
     handles = [plt.Rectangle((0, 0), 1, 1, color=token_colours[i]) for i in range(seq_len)]
     fig.legend(handles, [f"token {i}" for i in range(seq_len)], loc="center right",
-               title="colour = token\nnumber = column of x")
+               title="colour = token\nnumber = column of Q")
     fig.suptitle(title)
     fig.tight_layout(rect=(0, 0, 0.84, 1))
     return fig
 
 
 fig = draw_split(lambda a: split_heads(a, num_heads),
-                 "split_heads: each head gets every token (colour) and its own columns of x (number)")
+                 "split_heads(Q): each head gets every token (colour) and its own columns of Q (number)")
 fig.savefig(FIGURES / "03_split_heads.png", dpi=100, metadata={"Software": None})
 plt.show()
 
@@ -177,7 +191,7 @@ plt.show()
 # it? NumPy will happily do so, since the number of entries matches. But `reshape` never
 # reorders anything: it reads the entries in memory order (token 0's row, then token 1's,
 # and so on) and pours them into the new shape. Below, the buggy version (written here to
-# show the bug; it is not package code) on the readable `10 * t + c` numbers:
+# show the bug; it is not package code) on the readable `10 * t + c` queries:
 
 # %%
 def split_heads_buggy(x, num_heads):
@@ -192,9 +206,9 @@ def combine_heads_buggy(x):
     return x.reshape(batch, seq_len, num_heads * d_k)
 
 
-x_small = (10 * np.arange(3)[:, None] + np.arange(8))[None].astype(float)  # (1, 3, 8) as before
-wrong = split_heads_buggy(x_small, 2)
-print("same shape as the right split:", wrong.shape == split_heads(x_small, 2).shape)
+Q_small = (10 * np.arange(3)[:, None] + np.arange(8))[None].astype(float)  # (1, 3, 8) as before
+wrong = split_heads_buggy(Q_small, 2)
+print("same shape as the right split:", wrong.shape == split_heads(Q_small, 2).shape)
 for h in range(2):
     print(f"buggy head {h}, 'one row per token':\n", wrong[0, h])
 
@@ -218,9 +232,9 @@ plt.show()
 # the pair gives back its input perfectly.
 
 # %%
-x = rng.normal(size=(2, 5, 12))
-print("buggy round trip gives x back:", np.array_equal(combine_heads_buggy(split_heads_buggy(x, 3)), x))
-print("correct round trip gives x back:", np.array_equal(combine_heads(split_heads(x, 3)), x))
+Q = rng.normal(size=(2, 5, 12))  # (batch, seq_len, d_model)
+print("buggy round trip gives Q back:", np.array_equal(combine_heads_buggy(split_heads_buggy(Q, 3)), Q))
+print("correct round trip gives Q back:", np.array_equal(combine_heads(split_heads(Q, 3)), Q))
 
 # %% [markdown]
 # A test that catches it must check what the heads *mean*. Without a mask every token
@@ -228,25 +242,32 @@ print("correct round trip gives x back:", np.array_equal(combine_heads(split_hea
 # **every** token. With a causal mask a token may look only at itself and earlier ones,
 # so the same change must move the last token's output and nothing else.
 #
-# Below, each variant splits `x` into heads, runs attention in every head (with
-# `Q = K = V` to keep it short) and combines the heads again. Besides the correct pair and
-# the buggy pair, we try the mix that appears when only one of the two functions is
-# fixed: a buggy split with the correct combine.
+# Below, each variant runs the heads' part of the model: project the tokens to queries,
+# keys and values with three random matrices, split each into heads, run attention in
+# every head, and combine the heads again (notebook 04 adds one more projection at the
+# end, which does not change which tokens move). Besides the correct pair and the buggy
+# pair, we try the mix that appears when only one of the two functions is fixed: a buggy
+# split with the correct combine.
 
 # %%
-def attention_in_heads(x, split, combine, num_heads, mask=None):
-    """Split into heads, run self-attention in every head, combine."""
-    parts = split(x, num_heads)  # (batch, num_heads, seq_len, d_k), if the split is right
-    out, _ = scaled_dot_product_attention(parts, parts, parts, mask=mask)
+def attention_in_heads(x, W_q, W_k, W_v, split, combine, num_heads, mask=None):
+    """Project x to Q, K, V; split each into heads; attend in every head; combine."""
+    Q, K, V = x @ W_q, x @ W_k, x @ W_v  # each (batch, seq_len, d_model)
+    Q, K, V = (split(a, num_heads) for a in (Q, K, V))  # each (batch, num_heads, seq_len, d_k), if the split is right
+    out, _ = scaled_dot_product_attention(Q, K, V, mask=mask)  # (batch, num_heads, seq_len, d_k)
     return combine(out)  # (batch, seq_len, d_model)
+
+
+W_q, W_k, W_v = rng.normal(size=(3, 12, 12)) / np.sqrt(12)  # three (d_model, d_model) projections
+x = rng.normal(size=(2, 5, 12))  # (batch, seq_len, d_model)
 
 
 def tokens_that_change(x, split, combine, mask):
     """Which tokens' outputs move when only the last token of x changes?"""
     x_changed = x.copy()
     x_changed[:, -1] += 1.0  # change the last token (token 4) only
-    before = attention_in_heads(x, split, combine, 3, mask)
-    after = attention_in_heads(x_changed, split, combine, 3, mask)
+    before = attention_in_heads(x, W_q, W_k, W_v, split, combine, 3, mask)
+    after = attention_in_heads(x_changed, W_q, W_k, W_v, split, combine, 3, mask)
     return np.flatnonzero(~np.isclose(before, after).all(axis=(0, 2)))  # token indices
 
 
@@ -270,13 +291,16 @@ for name, split, combine in [("correct split and combine", split_heads, combine_
 #
 # The transpose matters in `combine_heads` too: reshaping `(batch, num_heads, seq_len,
 # d_k)` straight to `(batch, seq_len, d_model)` glues together rows of *different tokens*
-# of the same head. Exercise 1 checks both directions.
+# of the same head. Exercise 2 checks both directions.
 #
 # ## Summary
 #
-# - Splitting into heads is `reshape(batch, seq_len, num_heads, d_k)` followed by
+# - Each token's queries, keys and values are computed from the whole token first
+#   (`Q = x @ W_q`, ...); then each of them is split into heads. Head `h` sees columns
+#   `h * d_k` to `(h + 1) * d_k - 1` of `Q`, `K` and `V`, made by its own columns of
+#   `W_q`, `W_k` and `W_v`, for every token, tokens in order.
+# - Splitting is `reshape(batch, seq_len, num_heads, d_k)` followed by
 #   `transpose(0, 2, 1, 3)`, giving `(batch, num_heads, seq_len, d_k)`; it copies nothing.
-# - Head `h` sees columns `h * d_k` to `(h + 1) * d_k - 1` of every token, tokens in order.
 # - The heads axis goes before the tokens so that attention's matmuls, which act on the last
 #   two axes, run over all heads at once.
 # - A reshape without the transpose has the right shape, raises no error and survives a
@@ -287,46 +311,79 @@ for name, split, combine in [("correct split and combine", split_heads, combine_
 #
 # ## Exercises
 #
-# As in notebooks 01 and 02, each exercise has a cell to fill in, pre-filled with a
-# placeholder that goes through the helper `placeholder` below, and a cell that checks
-# your answer. Replace the lines between the `YOUR CODE` markers, run the cell, then run
-# the check; while your function still calls `placeholder`, the check reports it as not
-# answered yet.
+# As in notebooks 01 and 02, each exercise has a cell for your answer, holding `...` where
+# the answer goes, and a cell that checks it: it prints "not yet" while the `...` is
+# there, "correct." when your answer passes, and otherwise stops with a message that says
+# what to look at. A collapsed cell below each check holds a solution, run through the
+# same check.
+#
+# **Exercise 1 (predict).** Fill queries of shape `(1, 4, 6)` (four tokens, `d_model = 6`)
+# with the readable numbers `10 * t + c`, and split them into `num_heads = 3` heads of
+# width `d_k = 2`. Without running anything, predict row 1 of head 2 (`heads[0, 2, 1]`),
+# two numbers, once for `split_heads` and once for `split_heads_buggy`. Write them as a
+# 2 x 2 array: the correct split's row first, the buggy one's second.
 
 # %%
-placeholder_calls = []  # placeholder() notes each call here; the checks look at it
+row_prediction = ...  # e.g. np.array([[0, 1], [0, 1]])
 
 
-def placeholder(package_function, *args, **kwargs):
-    """Stand in for an answer not written yet: call the package's version, and note that we did."""
-    placeholder_calls.append(package_function.__name__)
-    return package_function(*args, **kwargs)
+# %%
+def check_exercise_1(prediction):
+    if prediction is ...:
+        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
+    Q_readable = (10 * np.arange(4)[:, None] + np.arange(6))[None].astype(float)  # (1, 4, 6)
+    right, buggy = split_heads(Q_readable, 3)[0, 2, 1], split_heads_buggy(Q_readable, 3)[0, 2, 1]
+    prediction = np.asarray(prediction, dtype=float)
+    assert prediction.shape == (2, 2), f"the answer should be a 2 x 2 array (two rows of d_k = 2); got {prediction.shape}"
+    assert np.array_equal(prediction[0], right), (
+        "the correct split's row is off. Row 1 is token 1 (the tens digit); head 2 holds columns "
+        "2 * d_k to 3 * d_k - 1 (the units digit)"
+    )
+    assert np.array_equal(prediction[1], buggy), (
+        "the buggy row is off. The reshape reads the 24 numbers in memory order (token 0's six, then token 1's, ...) "
+        "and gives each head the next 4 * 2 = 8 of them: which numbers are 18th and 19th, counting from 0?"
+    )
+    return "Exercise 1: correct."
 
+
+print(check_exercise_1(row_prediction))
 
 # %% [markdown]
-# **Exercise 1.** Write `my_split_heads(x, num_heads)` and `my_combine_heads(x)` with NumPy
-# only. The check tests them against the specification and with the two attention tests
-# above.
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# Correct split: row 1 is token 1, and head 2 gets columns 4 and 5: [14, 15].
+# Buggy split: the reshape pours the numbers in memory order, 8 per head (4 rows of 2).
+# Head 2 gets numbers 16 to 23; its row 1 is numbers 18 and 19. Number 18 is token 3
+# (18 // 6), column 0 (18 % 6): [30, 31]. The buggy "row 1" of head 2 is not token 1 at all.
+solution_row_prediction = np.array([[14, 15], [30, 31]])
+print(check_exercise_1(solution_row_prediction))
+
+# %% [markdown]
+# **Exercise 2 (write).** Write `my_split_heads(x, num_heads)` and `my_combine_heads(x)`
+# with NumPy only. The check tests them against the specification, and with the two
+# attention tests above on projected queries, keys and values. Before you run it, predict
+# which of its tests a split without the transpose would fail, and which a combine
+# without it would fail.
 
 # %%
 def my_split_heads(x, num_heads):
-    # ---- YOUR CODE: replace the placeholder line below ----
-    return placeholder(split_heads, x, num_heads)  # calls the package
-    # ---- END OF YOUR CODE ----
+    """(batch, seq_len, d_model) -> (batch, num_heads, seq_len, d_k), with NumPy only."""
+    return ...  # your code here
 
 
 def my_combine_heads(x):
-    # ---- YOUR CODE: replace the placeholder line below ----
-    return placeholder(combine_heads, x)  # calls the package
-    # ---- END OF YOUR CODE ----
+    """(batch, num_heads, seq_len, d_k) -> (batch, seq_len, num_heads * d_k), with NumPy only."""
+    return ...  # your code here
 
 
 # %%
-def check_exercise_1(functions):
+def check_exercise_2(functions):
     """``functions`` is the pair (split, combine)."""
     split, combine = functions
-    placeholder_calls.clear()
-    x = np.random.default_rng(5).normal(size=(2, 7, 12))  # batch 2, seq_len 7, d_model 12
+    x = np.random.default_rng(5).normal(size=(2, 7, 12))  # (batch, seq_len, d_model) = (2, 7, 12)
+    if split(x, 3) is ... or combine(split_heads(x, 3)) is ...:
+        return "Exercise 2: not yet. Replace both ... with your answers and run the cell again."
     for num_heads in (1, 3, 4):
         d_k = 12 // num_heads
         heads = np.asarray(split(x, num_heads))
@@ -343,41 +400,61 @@ def check_exercise_1(functions):
             f"num_heads={num_heads}: combining a correct split should give x back (move the heads axis back first?)"
         )
         assert np.array_equal(combine(heads), x), f"num_heads={num_heads}: combine(split(x)) should give x back"
+    W_q, W_k, W_v = np.random.default_rng(6).normal(size=(3, 12, 12)) / np.sqrt(12)  # (d_model, d_model) each
     x_changed = x.copy()
     x_changed[:, -1] += 1.0  # change the last token only
     for mask, should, problem in [(None, list(range(7)), "some tokens cannot see the last one"),
                                   (causal_mask(7), [6], "earlier tokens see the last one: heads see the future")]:
-        before = attention_in_heads(x, split, combine, 3, mask)
-        after = attention_in_heads(x_changed, split, combine, 3, mask)
+        before = attention_in_heads(x, W_q, W_k, W_v, split, combine, 3, mask)
+        after = attention_in_heads(x_changed, W_q, W_k, W_v, split, combine, 3, mask)
         moved = np.flatnonzero(~np.isclose(before, after).all(axis=(0, 2)))
         assert moved.tolist() == should, f"changing the last token moved the outputs of tokens {moved}: {problem}"
-    if placeholder_calls:
-        return "Exercise 1: a placeholder still calls the package: not answered yet."
-    return "Exercise 1: correct."
+    return "Exercise 2: correct."
 
 
-print(check_exercise_1((my_split_heads, my_combine_heads)))
+print(check_exercise_2((my_split_heads, my_combine_heads)))
 
 # %% [markdown]
-# **Exercise 2.** The full model computes the queries, keys and values of all heads with
-# one matrix product, `qkv = x @ W_qkv`, of shape `(batch, seq_len, 3 * d_model)`: first
-# the `d_model` query columns, then the keys, then the values. Write `split_qkv(qkv,
-# num_heads)` that returns an array of shape `(3, batch, num_heads, seq_len, d_k)` (so
-# `Q, K, V = split_qkv(qkv, num_heads)` works) using **one** `reshape` and **one**
-# `transpose`, instead of three separate splits.
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# Without the transpose in the split, the first test fails: head h is no longer the column
+# slice h of every token. Without it in the combine only, the split passes, and the round
+# trip from a correct split fails: tokens of one head are glued into one row.
+def solution_split_heads(x, num_heads):
+    batch, seq_len, d_model = x.shape
+    x = x.reshape(batch, seq_len, num_heads, d_model // num_heads)  # (batch, seq_len, num_heads, d_k)
+    return x.transpose(0, 2, 1, 3)  # (batch, num_heads, seq_len, d_k)
+
+
+def solution_combine_heads(x):
+    batch, num_heads, seq_len, d_k = x.shape
+    x = x.transpose(0, 2, 1, 3)  # (batch, seq_len, num_heads, d_k)
+    return x.reshape(batch, seq_len, num_heads * d_k)  # (batch, seq_len, d_model)
+
+
+print(check_exercise_2((solution_split_heads, solution_combine_heads)))
+
+# %% [markdown]
+# **Exercise 3 (write).** The full model computes the queries, keys and values of all
+# heads with one matrix product, `qkv = x @ W_qkv`, of shape `(batch, seq_len, 3 *
+# d_model)`: first the `d_model` query columns, then the keys, then the values. Write
+# `split_qkv(qkv, num_heads)` that returns an array of shape `(3, batch, num_heads,
+# seq_len, d_k)` (so `Q, K, V = split_qkv(qkv, num_heads)` works) using **one** `reshape`
+# and **one** `transpose`, instead of three separate splits. First predict, on paper, the
+# five-axis shape to reshape to (name each axis) and the transpose order; then write it.
 
 # %%
 def split_qkv(qkv, num_heads):
-    # ---- YOUR CODE: replace the placeholder lines below ----
-    Q, K, V = np.split(qkv, 3, axis=-1)  # placeholder: three separate splits with the package
-    return np.stack([placeholder(split_heads, part, num_heads) for part in (Q, K, V)])
-    # ---- END OF YOUR CODE ----
+    """(batch, seq_len, 3 * d_model) -> (3, batch, num_heads, seq_len, d_k): one reshape, one transpose."""
+    return ...  # your code here
 
 
 # %%
-def check_exercise_2(function):
-    placeholder_calls.clear()
+def check_exercise_3(function):
     qkv = np.random.default_rng(6).normal(size=(2, 5, 3 * 12))  # batch 2, seq_len 5, d_model 12
+    if function(qkv, 2) is ...:
+        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
     for num_heads in (2, 3):
         got = np.asarray(function(qkv, num_heads))
         expected_shape = (3, 2, num_heads, 5, 12 // num_heads)  # (3, batch, num_heads, seq_len, d_k)
@@ -388,14 +465,53 @@ def check_exercise_2(function):
                 f"num_heads={num_heads}: {name} is wrong. Its columns are {n * 12}..{(n + 1) * 12 - 1} of qkv; "
                 "name all five axes in the reshape, then check which axis each one must end up on"
             )
-    if placeholder_calls:
-        return "Exercise 2: the placeholder still calls the package: not answered yet."
-    return "Exercise 2: correct."
+    return "Exercise 3: correct."
 
 
-print(check_exercise_2(split_qkv))
+print(check_exercise_3(split_qkv))
 
 # %% [markdown]
+# *Solution to exercise 3: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true}
+# The columns of qkv run: which of Q, K, V (3), then which head (num_heads), then the
+# position inside the head (d_k). So the reshape is (batch, seq_len, 3, num_heads, d_k),
+# axes numbered 0 to 4, and the result wants them in the order 3, batch, num_heads,
+# seq_len, d_k: transpose(2, 0, 3, 1, 4). Reshaping to (..., num_heads, 3, d_k) instead
+# reads the columns as if each head's q, k and v sat side by side, which W_qkv's layout
+# does not say.
+def solution_split_qkv(qkv, num_heads):
+    batch, seq_len, width = qkv.shape
+    d_k = width // 3 // num_heads
+    qkv = qkv.reshape(batch, seq_len, 3, num_heads, d_k)  # (batch, seq_len, 3, num_heads, d_k)
+    return qkv.transpose(2, 0, 3, 1, 4)  # (3, batch, num_heads, seq_len, d_k)
+
+
+print(check_exercise_3(solution_split_qkv))
+
+# %% [markdown]
+# ## References
+#
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
+#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.2: each head $i$
+#   has its own $W_i^Q, W_i^K, W_i^V$ of width $d_k = d_\text{model} / h$, so that the
+#   total cost is close to that of one full-width head.
+# - Karpathy, A. *nanoGPT*, `model.py`, class `CausalSelfAttention`
+#   ([github.com/karpathy/nanoGPT](https://github.com/karpathy/nanoGPT)): the same split as
+#   `view(B, T, nh, hs).transpose(1, 2)` in PyTorch, one line per tensor.
+#
+# **Read next.** Raschka, S. (2024), *Build a Large Language Model (From Scratch)*,
+# Manning, chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), which goes
+# from a loop over heads to split weights, each step checked against the last; Zhang,
+# Lipton, Li and Smola, *Dive into Deep Learning*, section "Multi-Head Attention"
+# ([d2l.ai](https://d2l.ai)), whose `transpose_qkv` folds the heads into the batch axis
+# instead; Rush, A. (2018), *The Annotated Transformer*
+# ([nlp.seas.harvard.edu/annotated-transformer](https://nlp.seas.harvard.edu/annotated-transformer/));
+# and Cho, A. et al. (2024), *Transformer Explainer*
+# ([poloclub.github.io/transformer-explainer](https://poloclub.github.io/transformer-explainer/)),
+# which shows the heads of a real GPT-2 at work.
+#
 # ---
 # Next: [04_multi_head_attention.ipynb](04_multi_head_attention.ipynb) puts the pieces
 # together: projections, heads, attention and the output matrix, in one module.
