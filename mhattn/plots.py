@@ -40,6 +40,20 @@ def _weights(name, weights, expected_ndim, layout):
     return weights
 
 
+def _steady(points):
+    """``points`` rounded to 2**-40 of their largest magnitude.
+
+    The last bits of a float64 depend on which BLAS kernel computed it, and matplotlib's
+    anti-aliasing can turn them into different pixels. Rounding far below what a picture can
+    show makes the PNG byte-identical on every machine.
+    """
+    largest = float(np.abs(points).max(initial=0.0))
+    if largest == 0.0:
+        return points
+    quantum = 2.0 ** (np.frexp(largest)[1] - 40)  # a power of two: dividing and multiplying are exact
+    return np.round(points / quantum) * quantum
+
+
 def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", vmax=1.0, annotate=True):
     """Draw one attention matrix as a heatmap: a row per query, a column per key.
 
@@ -141,6 +155,8 @@ def plot_embedding_shift(
     input_label="input",
     output_label="output",
     label_at="inputs",
+    centre=None,
+    centre_label="centre",
 ):
     """Draw each position's input and output in 2-D, with an arrow from one to the other.
 
@@ -166,6 +182,10 @@ def plot_embedding_shift(
     label_at : {"inputs", "outputs"}, default "inputs"
         Which end of each arrow gets the position's label: choose the end whose points
         are further apart, so the labels do not overlap.
+    centre : ndarray of shape ``(2,)``, optional
+        A point to mark with a black star (e.g. where complete mixing would send every token).
+    centre_label : str
+        Its legend entry.
 
     Returns
     -------
@@ -178,7 +198,7 @@ def plot_embedding_shift(
         if array.shape[1] != 2:
             raise ValueError(f"{name} must have shape (seq_len, 2); got shape {array.shape}")
         points.append(array)
-    inputs_2d, outputs_2d = points
+    inputs_2d, outputs_2d = (_steady(array) for array in points)
     if outputs_2d.shape != inputs_2d.shape:
         raise ValueError(f"outputs_2d must have the shape of inputs_2d {inputs_2d.shape}; got {outputs_2d.shape}")
     seq_len = inputs_2d.shape[0]
@@ -218,6 +238,12 @@ def plot_embedding_shift(
         Line2D([], [], markerfacecolor="none", markeredgewidth=1.8, label=input_label, **marker),
         Line2D([], [], markerfacecolor="dimgray", label=output_label, **marker),
     ]
+    if centre is not None:
+        centre = _steady(_checks.finite("centre", _checks.real_array("centre", centre)))
+        if centre.shape != (2,):
+            raise ValueError(f"centre must have shape (2,); got shape {centre.shape}")
+        ax.scatter(*centre, marker="*", s=300, color="black", zorder=4)
+        handles.append(Line2D([], [], marker="*", linestyle="none", markersize=16, color="black", label=centre_label))
     ax.legend(handles=handles, loc="best")
     ax.grid(alpha=0.3)
     ax.set_aspect("equal", adjustable="datalim")  # equal units: distances in the picture are comparable

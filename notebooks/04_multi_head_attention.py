@@ -78,24 +78,35 @@ FIGURES.mkdir(exist_ok=True)
 # %% [markdown]
 # ## 2. The module
 #
-# Here is the package's `forward`, the code that runs when you call the module. Its first
-# lines only prepare: they check the input and the mask, and fetch the two weight matrices
-# cast to the dtype of `x` (cached, so the cast happens once per dtype). Then come four
-# steps: one matrix product makes all queries, keys and values; one reshape and transpose
-# give each head its slice (exactly what `np.split` followed by `split_heads` on each part
-# would do, as a single view); attention runs for all heads at once, because the head axis
-# is just another leading axis for the matrix products; `combine_heads` and `W_o` bring
-# the heads back to one vector per token. `matmul(a, b)` is `a @ b`: for large inputs it
-# shares the rows among threads (notebook 06 says why), for small ones it is exactly `a @ b`.
-# (With `need_weights=False` the attention step takes a block of queries at a time and never
-# stores all the weights: the same output with less memory on long sequences.)
+# Here is the package's `forward`, the code that runs when you call the module. The
+# decorator line checks the arguments before the body runs (shapes, dtypes, the layout of
+# the mask) and stops a mistake with an error that names the argument; the checks live in
+# `mhattn/_checks.py`, out of the way. `self.weights(x.dtype)` hands back `W_qkv` and
+# `W_o` in the dtype of `x`, so float32 stays float32. Then come the four steps of the
+# formula:
+#
+# 1. one matrix product makes every head's queries, keys and values, and `np.split` cuts
+#    the result into `Q`, `K` and `V` (three equal parts here);
+# 2. `split_heads` gives each head its `d_k` columns of each;
+# 3. attention runs in all heads at once, because the head axis is just another leading
+#    axis for the matrix products. `self._attention` is `scaled_dot_product_attention`
+#    from notebook 02; it is the one step that notebook 06's faster engine replaces;
+# 4. `combine_heads` and `W_o` bring the heads back to one vector per token.
+#
+# Three branches are for later and do nothing by default. `context` is cross-attention
+# (queries from `x`, keys and values from another sequence, such as an encoder's output);
+# `kv_cache` keeps the keys and values of earlier tokens when a model generates one token
+# at a time; `num_kv_heads < num_heads` lets several query heads share one key/value head.
+# [Notebook 08](08_production.ipynb) builds each of them. In this notebook `context` and
+# `kv_cache` are None and `group` is 1.
 
 # %%
 show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
 # The weights are made in `__init__`: standard normal numbers from a seeded generator (the
-# same `seed` gives the same layer on every machine), multiplied by
+# same `seed` gives the same layer on every machine; `num_kv_heads` only narrows the key and
+# value blocks), multiplied by
 # $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a ReLU,
 # which throws away half of the variance. There is no ReLU here, so each entry of `x @ W_qkv`
 # sums `d_model` products of variance $2 / d_\text{model}$ and ends up with about **twice**
@@ -146,7 +157,8 @@ print("\nsame as mha(x):", np.allclose(output, module_output) and np.allclose(we
 #
 # The formula has three matrices per head; the module stores a single `W_qkv` of shape
 # `(d_model, 3 * d_model)`. Its first `d_model` columns make the queries, the next
-# `d_model` the keys, the last `d_model` the values. Multiplying by the whole matrix and
+# `d_model` the keys, the last `d_model` the values. (With `num_kv_heads < num_heads` the
+# key and value blocks are narrower; not in this notebook.) Multiplying by the whole matrix and
 # splitting the result gives exactly what three separate products give, because each
 # output column depends on its own column of the matrix only.
 
@@ -400,46 +412,98 @@ print("  without W_o (bug):    ", features_that_changed(output_without_W_o(x, mh
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise has a cell to fill in and a cell that checks your answer. Unlike notebooks
-# 01 to 03, where the cell to fill in starts as a placeholder that calls the package, here
-# it starts as `None` (or a function that returns `None`): until you answer, the check only
-# says "not answered yet", and the notebook still runs from top to bottom.
+# Each exercise has a cell for your answer, holding `...` where the answer goes, and a
+# cell that checks it. Replace the `...`, run your cell, then run the check: it prints
+# "not yet" while the `...` is still there, "correct." when your answer passes, and
+# otherwise stops with a message that says what to look at. Below each check is a
+# collapsed cell with a solution, run through the same check; open it only after trying.
+# Use NumPy, `split_heads` and `scaled_dot_product_attention`; the point is to move the
+# columns of `W_qkv` and the rows of `W_o` yourself.
 #
-# **Exercise 1: a causal layer.** Set `causal` to a mask for the worked example (6 tokens)
-# under which no token can see a later one. (True means "may attend".)
+# **Exercise 1 (predict, then write): heads that cannot disagree.** Section 6 showed four
+# heads with four different patterns. They differ only because each head has its own block
+# of columns in `W_qkv`. Suppose every head got a copy of head 2's query, key and value
+# columns. First predict: what would the four heatmaps look like, and how many heads would
+# the layer really have? Then write `tied_heads(mha, source)`, which returns a **new**
+# `MultiHeadAttention` in which every head uses head `source`'s columns (queries, keys and
+# values), with the same `W_o`, and leaves `mha` unchanged.
+
 
 # %%
-causal = None  # your mask here
+def tied_heads(mha, source):
+    """A new layer like mha in which every head is a copy of head `source`."""
+    return ...  # your code here
+
 
 # %%
-def check_exercise_1(mask):
-    if mask is None:
-        return "Exercise 1: not answered yet."
-    out, w = mha(x, mask)
-    assert np.allclose(w.sum(axis=-1), 1.0), "every token should still attend to something (at least itself)"
-    for t in range(seq_len - 1):
-        changed = x.copy()
-        changed[:, t + 1 :] += np.random.default_rng(t).normal(size=changed[:, t + 1 :].shape)
-        assert np.allclose(mha(changed, mask)[0][:, : t + 1], out[:, : t + 1]), (
-            f"changing the tokens after position {t} changed the outputs up to {t}: some token sees the future"
+def check_exercise_1(function):
+    source = 2
+    W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
+    tied = function(mha, source)
+    if tied is ...:
+        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
+    assert tied is not mha, "return a new MultiHeadAttention and leave mha as it is"
+    assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(mha.W_o, W_o_before), (
+        "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv itself"
+    )
+    tied_output, tied_weights = tied(x)
+    _, old_weights = mha(x)
+    for h in range(mha.num_heads):
+        assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
+            f"head {h}'s weights are not head {source}'s: copy head {source}'s query and key columns "
+            f"(d_k wide, in the first and in the second third of W_qkv) into head {h}'s place"
         )
-        assert (w[..., t + 1, : t + 2] > 0).all(), f"token {t + 1} should see all tokens up to itself"
-    return "Exercise 1: correct."
+    # What a layer whose heads are all head `source` must compute: one head, then every row block of W_o.
+    Q, K, V = (split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1))
+    one_head, _ = scaled_dot_product_attention(Q[:, source], K[:, source], V[:, source])  # (batch, seq_len, d_k)
+    W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)  # row block h reads head h
+    assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
+        "the weights are right but the output is not: copy the value columns too, and keep W_o as it is"
+    )
+    return f"Exercise 1: four copies of head {source}, one head's worth of attention. correct."
 
 
-print(check_exercise_1(causal))
+print(check_exercise_1(tied_heads))
 
 # %% [markdown]
-# **Exercise 2: one head at a time.** Write `multi_head_loop(x, mha)` that computes the
-# module's output and weights with a Python loop over the heads: for each head, cut its three
-# `(d_model, d_k)` matrices out of `mha.W_qkv`, call `scaled_dot_product_attention` on
-# `(batch, seq_len, d_k)` arrays, and collect the results. Concatenate the heads' outputs
-# along the last axis and apply `mha.W_o`. Do not use `split_heads` or `combine_heads`.
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
+
+
+# %% jupyter={"source_hidden": true}
+# The prediction: four identical heatmaps, each head 2's. And one head: every head computes
+# the same (batch, seq_len, d_k) output, so combine_heads lays four copies side by side and
+# W_o adds up its four row blocks applied to that one output. The layer is a single head
+# with the output matrix W_o[0:16] + W_o[16:32] + W_o[32:48] + W_o[48:64], and W_qkv holds
+# one head's 3 * d_model * d_k distinct numbers, four times over. That is also one reason
+# the weights start random: heads that start fully identical (the same columns, and the same
+# rows of W_o) get identical gradients and stay identical, so training never separates them.
+def solution_tied_heads(mha, source):
+    d_model, d_k = mha.d_model, mha.d_k
+    columns = np.arange(source * d_k, (source + 1) * d_k)  # head `source`'s columns within a third
+    tiled = np.tile(columns, mha.num_heads)  # (d_model,): the same d_k columns for every head
+    tied = MultiHeadAttention(d_model, mha.num_heads)
+    tied.W_qkv = mha.W_qkv[:, np.concatenate([tiled, tiled + d_model, tiled + 2 * d_model])]  # (d_model, 3 * d_model)
+    tied.W_o = mha.W_o.copy()
+    return tied
+
+
+print(check_exercise_1(solution_tied_heads))
+
+# %% [markdown]
+# **Exercise 2 (predict, then write): one head at a time.** Write
+# `multi_head_loop(x, mha)` that computes the module's output and weights with a Python
+# loop over the heads: for each head, cut its three `(d_model, d_k)` matrices out of
+# `mha.W_qkv`, call `scaled_dot_product_attention` on `(batch, seq_len, d_k)` arrays, and
+# collect the results. Concatenate the heads' outputs along the last axis and apply
+# `mha.W_o`. Do not use `split_heads` or `combine_heads`. Before you write it, predict how
+# many matrix products with `x` your loop makes and how many the module makes, and what
+# shape each call of `scaled_dot_product_attention` returns.
+
 
 # %%
 def multi_head_loop(x, mha):
     """Return (output, weights) like mha(x), one head at a time."""
-    return None  # your code here
+    return ...  # your code here
 
 
 # %%
@@ -447,8 +511,8 @@ def check_exercise_2(function):
     test_x = np.random.default_rng(7).normal(size=(2, 3, 12))  # a new shape: batch 2, 3 tokens, d_model 12
     test_mha = MultiHeadAttention(12, 3, seed=1)
     answer = function(test_x, test_mha)
-    if answer is None:
-        return "Exercise 2: not answered yet."
+    if answer is ...:
+        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
     expected_output, expected_weights = test_mha(test_x)
     output, weights = answer
     assert np.shape(weights) == expected_weights.shape, (
@@ -465,24 +529,53 @@ def check_exercise_2(function):
 print(check_exercise_2(multi_head_loop))
 
 # %% [markdown]
-# **Exercise 3: heads have no order.** Write `permute_heads(mha, order)` that returns a new
-# `MultiHeadAttention` whose head `i` is the old head `order[i]`: its weights
-# `new_weights[:, i]` equal `old_weights[:, order[i]]`, and its output is exactly the old
-# output. Which columns of `W_qkv` and which rows of `W_o` must move? (Assign new arrays to
-# the new layer's `W_qkv` and `W_o`.)
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+
+# %% jupyter={"source_hidden": true}
+# The prediction: the loop makes 3 * num_heads products with x (12 here, for 4 heads), each
+# (batch, seq_len, d_model) @ (d_model, d_k); the module makes one, with all 3 * d_model
+# columns at once. Each call of scaled_dot_product_attention returns an output of shape
+# (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head axis, which
+# np.stack(..., axis=1) then adds.
+def solution_multi_head_loop(x, mha):
+    d_model, d_k = mha.d_model, mha.d_k
+    outputs, weights = [], []
+    for h in range(mha.num_heads):
+        columns = slice(h * d_k, (h + 1) * d_k)  # head h's columns within each third
+        W_q_h = mha.W_qkv[:, :d_model][:, columns]  # (d_model, d_k)
+        W_k_h = mha.W_qkv[:, d_model : 2 * d_model][:, columns]  # (d_model, d_k)
+        W_v_h = mha.W_qkv[:, 2 * d_model :][:, columns]  # (d_model, d_k)
+        out, w = scaled_dot_product_attention(x @ W_q_h, x @ W_k_h, x @ W_v_h)  # (batch, seq_len, d_k), (..., seq_len)
+        outputs.append(out)
+        weights.append(w)
+    concatenated = np.concatenate(outputs, axis=-1)  # (batch, seq_len, d_model)
+    return concatenated @ mha.W_o, np.stack(weights, axis=1)  # (batch, seq_len, d_model), (batch, heads, seq, seq)
+
+
+print(check_exercise_2(solution_multi_head_loop))
+
+# %% [markdown]
+# **Exercise 3 (predict, then write): heads have no order.** Write `permute_heads(mha, order)`
+# that returns a new `MultiHeadAttention` whose head `i` is the old head `order[i]`: its
+# weights `new_weights[:, i]` equal `old_weights[:, order[i]]`, and its output is exactly the
+# old output. First predict: which columns of `W_qkv` must move, which rows or columns of
+# `W_o`, and why the output can stay exactly the same. (Assign new arrays to the new
+# layer's `W_qkv` and `W_o`.)
+
 
 # %%
 def permute_heads(mha, order):
     """Return a new layer computing the same output, with its heads reordered."""
-    return None  # your code here
+    return ...  # your code here
 
 
 # %%
 def check_exercise_3(function):
     order = [2, 0, 3, 1]
     new = function(mha, order)
-    if new is None:
-        return "Exercise 3: not answered yet."
+    if new is ...:
+        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
     assert new is not mha, "return a new layer and leave mha unchanged"
     old_output, old_weights = mha(x)
     new_output, new_weights = new(x)
@@ -498,14 +591,37 @@ def check_exercise_3(function):
 print(check_exercise_3(permute_heads))
 
 # %% [markdown]
+# *Solution to exercise 3: the collapsed cell below (click it to open).*
+
+
+# %% jupyter={"source_hidden": true}
+# The prediction: in each third of W_qkv (queries, keys, values), head order[i]'s d_k
+# columns move to head i's place; in W_o, the d_k *rows* that read head order[i] move with
+# them, because row block h of W_o multiplies head h's output; W_o's columns (the output
+# features) stay. The output is a sum over heads of (head h's output) @ (row block h of W_o),
+# and a sum does not depend on the order of its terms.
+def solution_permute_heads(mha, order):
+    d_model, d_k = mha.d_model, mha.d_k
+    columns = np.concatenate([np.arange(h * d_k, (h + 1) * d_k) for h in order])  # (d_model,)
+    new = MultiHeadAttention(d_model, mha.num_heads)
+    new.W_qkv = mha.W_qkv[:, np.concatenate([columns, columns + d_model, columns + 2 * d_model])]
+    new.W_o = mha.W_o[columns]  # the rows follow their heads
+    return new
+
+
+print(check_exercise_3(solution_permute_heads))
+
+# %% [markdown]
 # ---
 # ## Try it yourself
 #
 # Every setting of this notebook in one widget: move `seq_len`, pick another number of heads
 # (only the counts that divide `d_model` are offered), switch the mask between none, causal and
 # padding, and watch the heatmaps and the readout of row sums redraw. The explorer draws its own
-# random tokens and weights from its seed, so its pictures differ from the ones above. (On GitHub
-# the widget does not render; open the notebook in JupyterLab or on Binder.)
+# random tokens and weights from its seed, so its pictures differ from the ones above. Its
+# `weights` switch also shows the trained two-layer model of notebook 07, whose heads do mean
+# something. (Where no Python runs, on GitHub for instance, you see a still picture of the first
+# frame; open the notebook in JupyterLab or on Binder to move the controls.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -514,6 +630,40 @@ from mhattn.widgets import explorer
 explorer(d_model=64, num_heads=4, seq_len=6, mask="causal")
 
 # %% [markdown]
+# ## References
+#
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
+#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.2 defines multi-head
+#   attention, $\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1,
+#   \dots, \text{head}_h) W^O$, with 8 heads of $d_k = 64$ in a $d_\text{model} = 512$ layer.
+# - Glorot, X. and Bengio, Y. (2010). *Understanding the difficulty of training deep
+#   feedforward neural networks.* AISTATS 2010, PMLR 9, 249-256. The "Xavier" scale
+#   $\sqrt{2 / (\text{fan}_\text{in} + \text{fan}_\text{out})}$ of section 6, which PyTorch's
+#   `nn.MultiheadAttention` uses for its projections.
+# - He, K., Zhang, X., Ren, S. and Sun, J. (2015). *Delving Deep into Rectifiers: Surpassing
+#   Human-Level Performance on ImageNet Classification.* ICCV 2015.
+#   [arXiv:1502.01852](https://arxiv.org/abs/1502.01852). The $\sqrt{2 / \text{fan}_\text{in}}$
+#   scale this module uses, derived for layers followed by a ReLU.
+# - Michel, P., Levy, O. and Neubig, G. (2019). *Are Sixteen Heads Really Better than One?*
+#   NeurIPS 2019. [arXiv:1905.10650](https://arxiv.org/abs/1905.10650). In trained models
+#   many heads can be removed after training with little loss: what heads are for is an
+#   empirical question.
+# - Voita, E., Talbot, D., Moiseev, F., Sennrich, R. and Titov, I. (2019). *Analyzing
+#   Multi-Head Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be
+#   Pruned.* ACL 2019. [arXiv:1905.09418](https://arxiv.org/abs/1905.09418). Trained heads
+#   that follow positions, syntax and rare words: the useful patterns this untrained layer
+#   does not have.
+#
+# **Read next.** Raschka, S. (2024), *Build a Large Language Model (From Scratch)*, Manning,
+# chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), goes from a loop over
+# heads to one fused projection, as exercise 2 and section 3 do here; Karpathy's nanoGPT
+# ([model.py](https://github.com/karpathy/nanoGPT/blob/master/model.py)) writes the same
+# module in PyTorch in about twenty lines; Rush, A. (2018), *The Annotated Transformer*
+# ([nlp.seas.harvard.edu/annotated-transformer](https://nlp.seas.harvard.edu/annotated-transformer/))
+# puts it inside a whole Transformer.
+#
+# ---
 # Next: [05_embedding_shift.ipynb](05_embedding_shift.ipynb) looks at what the layer does to
 # the token vectors themselves. The explorer also runs on its own, as an app
 # ([explore.ipynb](explore.ipynb)): `voila notebooks/explore.ipynb`.

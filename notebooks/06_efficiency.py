@@ -15,24 +15,35 @@
 # %% [markdown]
 # # 6. Efficiency: the same numbers, faster and in less memory
 #
-# Everything so far was written to be read. This notebook asks what it costs to run, and
-# which choices in `mhattn` make it cheaper without changing a single output beyond
-# rounding. Every claim below is measured on the machine that runs the notebook.
+# > **Optional: systems material.** You can skip it on a first reading: notebook 07 does not
+# > need it, and notebook 08 recalls the one idea it builds on. It is about how the
+# > computation meets the machine: how many
+# > operations a forward pass takes, what limits how fast NumPy can do them (memory
+# > bandwidth, cache sizes, BLAS threads, Python's GIL), and the *engine*, `mhattn.engine`,
+# > which computes the teaching path's numbers in memory that grows linearly with the
+# > sequence. Skip it on a first reading.
+#
+# Timings depend on the machine and on whatever else it is doing. So this notebook
+# measures time in **one** cell, whose output is not compared when the notebook is tested,
+# and its text only states what holds on any machine. Every number the text relies on is
+# either exact (operation counts, bytes of memory, measured with `tracemalloc`) or marked
+# as a measurement of the machine that ran the cell; `tests/test_claims_04_06.py`
+# recomputes the exact ones.
 #
 # **What you will learn**
 #
-# - how many floating-point operations (FLOPs) one forward pass takes, where they go, and
-#   how close NumPy gets to the speed of a plain matrix product (the *roofline*);
-# - why one fused `W_qkv` product beats three separate ones, and batched heads beat a loop;
-# - why float32 is about twice as fast as float64, and the one-character bug that silently
-#   turns float32 attention into float64;
-# - why the weights of long sequences fill memory quadratically, and how processing a
-#   block of queries at a time makes memory grow linearly instead;
-# - how the block path avoids the two slowest habits of NumPy here: passes over data that
-#   does not fit in cache, and exponentials that run on one core only.
-#
-# Timings depend on the machine and on whatever else it is doing, so the cells that print
-# them are not compared when the notebook is tested; everything else is.
+# - how many floating-point operations (FLOPs) one forward pass takes, why that count grows
+#   like `seq_len**2` only once `seq_len` is much larger than `2 * d_model`, and why the
+#   measured time can grow faster;
+# - the *roofline*: a compute roof, bandwidth roofs, and the arithmetic intensity that
+#   says which one limits a kernel: matrix products are compute-bound, the softmax's cheap
+#   passes memory-bound, and `exp` more expensive than it looks;
+# - why the engine's memory grows like `seq_len` while the weights grow like `seq_len**2`,
+#   and why its blocks of queries are sized to a core's cache;
+# - which parts of NumPy use every core (BLAS) and which use one, and why the engine
+#   nevertheless has no thread pool of its own;
+# - why float32 is faster than float64, and the NumPy 2 trap that silently turns float32
+#   attention into float64.
 
 # %%
 # %matplotlib inline
@@ -44,27 +55,29 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from threadpoolctl import threadpool_limits
+from matplotlib.ticker import NullLocator
+from threadpoolctl import threadpool_info, threadpool_limits
 
-from mhattn import MultiHeadAttention, blockwise, causal_mask
-from mhattn.attention import attend
-from mhattn.blockwise import blockwise_attention
+from mhattn import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from mhattn.engine import FastMultiHeadAttention, blocks, blockwise_attention
 from mhattn.source import show_source
 
 np.set_printoptions(precision=4, suppress=True)
 FIGURES = Path("..") / "figures"  # the notebooks run with notebooks/ as the working directory
 FIGURES.mkdir(exist_ok=True)
+rng = np.random.default_rng(0)
 
 
-def best_time(function, repeat=5):
-    """Seconds taken by the fastest of `repeat` calls (after one warm-up call).
+def best_time(function, repeat=5, budget=0.1):
+    """Seconds taken by the fastest call (after one warm-up call).
 
-    The fastest run is the one least disturbed by other programs, so it is the steadiest
+    At least `repeat` calls, and more until `budget` seconds have passed (at most 100). The
+    fastest run is the one least disturbed by other programs, so it is the steadiest
     estimate of what the code itself costs.
     """
     function()
     times = []
-    for _ in range(repeat):
+    while len(times) < repeat or (sum(times) < budget and len(times) < 100):
         start = time.perf_counter()
         function()
         times.append(time.perf_counter() - start)
@@ -81,6 +94,12 @@ def peak_bytes(function):
         tracemalloc.stop()
 
 
+def log_axis_ticks(ax, axis, values):
+    """Ticks of a log axis at exactly `values`, labelled plainly (no overlapping minor labels)."""
+    getattr(ax, f"set_{axis}ticks")(values, [str(v) for v in values])
+    getattr(ax, f"{axis}axis").set_minor_locator(NullLocator())
+
+
 # %% [markdown]
 # ## 1. Counting the work
 #
@@ -95,9 +114,10 @@ def peak_bytes(function):
 # | weights $\times V$, every head | $H \times (n \times n)(n \times d_k)$ | $2\,b\,n^2 d$ |
 # | `heads @ W_o` | $(bn \times d)(d \times d)$ | $2\,b\,n\,d^2$ |
 #
-# In total $8\,b\,n\,d^2 + 4\,b\,n^2 d$. The projections grow with $n$, attention with
-# $n^2$: attention dominates once $n > 2d$. The softmax adds only a handful of operations
-# per score ($b H n^2$ scores), but we will see that they are not the cheap part.
+# In total $F(n) = 8\,b\,n\,d^2 + 4\,b\,n^2 d$. The projections grow with $n$, attention
+# with $n^2$, and the two are equal at $n = 2d$. The softmax adds only a handful of
+# operations per score ($b H n^2$ scores), but section 4 shows that they are not the cheap
+# part.
 
 
 # %%
@@ -116,220 +136,153 @@ for seq_len in (6, 128, 512, 4096):
     )
 
 # %% [markdown]
-# How fast can this machine do them? The upper limit for NumPy is a large, plain matrix
-# product: BLAS, the library underneath `@`, is tuned to run it near the processor's peak,
-# on all cores. We time one and call its speed the *roofline*. Our layer can only
-# approach it: its products are smaller and thinner ($d_k$ is only 64 wide here), and the
-# softmax between them does little arithmetic per byte it reads.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-rng = np.random.default_rng(0)
-A = rng.standard_normal((1024, 1024), dtype=np.float32)
-B = rng.standard_normal((1024, 1024), dtype=np.float32)
-roofline = 2 * 1024**3 / best_time(lambda: A @ B) / 1e9
-print(f"plain float32 matrix product, 1024 x 1024 x 1024: {roofline:6.1f} GFLOP/s")
-
-batch, d_model, num_heads = 1, 256, 4
-mha = MultiHeadAttention(d_model, num_heads)
-achieved = {}
-for seq_len in (128, 512, 2048):
-    x = rng.standard_normal((batch, seq_len, d_model), dtype=np.float32)
-    flops = sum(forward_flops(batch, seq_len, d_model))
-    for need_weights in (True, False):
-        seconds = best_time(lambda x=x, need=need_weights: mha(x, need_weights=need), repeat=3)
-        achieved[seq_len, need_weights] = flops / seconds / 1e9
-        print(
-            f"seq_len {seq_len:>4}, need_weights={need_weights!s:<5}: {seconds * 1e3:7.2f} ms, "
-            f"{achieved[seq_len, need_weights]:6.1f} GFLOP/s = {achieved[seq_len, need_weights] / roofline:4.0%} of the roofline"
-        )
-
-# %% [markdown]
-# Read the percentages, not the absolute numbers: a fraction of the roofline. What keeps
-# the layer below it? We find out by taking the forward pass apart.
-
-# %% [markdown]
-# ## 2. One fused projection instead of three
+# **How fast does the cost grow?** On a log-log plot, a cost $c\,n^p$ is a straight line of
+# slope $p$. Our cost is a sum of an $n$ term and an $n^2$ term, so its slope changes
+# along the way:
 #
-# `W_qkv` holds the query, key and value matrices side by side, so one product replaces
-# three. The arithmetic is identical, column for column; what changes is the overhead:
-# one call instead of three, and `x` read once instead of three times. For small inputs,
-# the per-call overhead of NumPy (a few microseconds) is most of the cost.
-
-# %%
-mha = MultiHeadAttention(d_model=64, num_heads=4)
-W_qkv = mha.W_qkv.astype(np.float32)
-W_q, W_k, W_v = np.split(W_qkv, 3, axis=1)  # each (d_model, d_model)
-x_small = rng.standard_normal((1, 6, 64), dtype=np.float32)
-
-fused = x_small @ W_qkv  # (1, 6, 3 * d_model)
-separate = np.concatenate([x_small @ W_q, x_small @ W_k, x_small @ W_v], axis=-1)
-print("the same numbers:", np.allclose(fused, separate, rtol=1e-6, atol=1e-6))
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-for shape in ((1, 6, 64), (8, 512, 64)):
-    x_p = rng.standard_normal(shape, dtype=np.float32)
-    t_fused = best_time(lambda x_p=x_p: x_p @ W_qkv, repeat=20)
-    t_separate = best_time(lambda x_p=x_p: (x_p @ W_q, x_p @ W_k, x_p @ W_v), repeat=20)
-    print(f"x of shape {shape}: fused {t_fused * 1e6:8.1f} us, three products {t_separate * 1e6:8.1f} us")
-
-# %% [markdown]
-# ## 3. Batched heads instead of a loop
+# $$
+# s(n) = \frac{d \log F}{d \log n} = \frac{8bnd^2 + 8bn^2d}{8bnd^2 + 4bn^2d}
+#      = \frac{2\,(n + d)}{n + 2d}.
+# $$
 #
-# The head axis is just another leading axis of `Q`, `K` and `V`, so one call to `attend`
-# computes every head: `matmul` runs the per-head products inside compiled code. The loop
-# below is what you would write first: one head at a time, a Python iteration each. The
-# two give the same numbers.
+# It is close to 1 while $n \ll 2d$ (the projections dominate), exactly 1.5 at $n = 2d$,
+# and approaches 2 only when $n \gg 2d$: a slope of 1.9 needs $n = 18\,d$. So "attention is
+# quadratic" describes the cost of long sequences, not of the sizes in this chapter: at
+# `d_model = 256`, `seq_len = 2048` is only $n = 8d$.
 
 
 # %%
-def heads_in_a_loop(Q, K, V):
-    """attend() one head at a time. Q, K, V: (batch, num_heads, seq_len, d_k)."""
-    outputs = [attend(Q[:, h], K[:, h], V[:, h])[0] for h in range(Q.shape[1])]
-    return np.stack(outputs, axis=1)  # (batch, num_heads, seq_len, d_k)
+def flop_slope(seq_len, d_model):
+    """d log F / d log seq_len: the slope of the FLOP count on a log-log plot."""
+    return 2 * (seq_len + d_model) / (seq_len + 2 * d_model)
 
 
-Q, K, V = (rng.standard_normal((2, 8, 64, 16), dtype=np.float32) for _ in range(3))
-print("the same numbers:", np.allclose(heads_in_a_loop(Q, K, V), attend(Q, K, V)[0], rtol=1e-5, atol=1e-6))
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-t_loop = best_time(lambda: heads_in_a_loop(Q, K, V), repeat=20)
-t_batched = best_time(lambda: attend(Q, K, V), repeat=20)
-print(f"8 heads in a loop: {t_loop * 1e6:7.1f} us; batched: {t_batched * 1e6:7.1f} us ({t_loop / t_batched:.1f}x)")
+seq_lens_t = [256, 512, 1024, 2048]
+print(f"{'seq_len':>8}" + "".join(f"{n:>7}" for n in seq_lens_t))
+for d_model in (32, 256):
+    print(f"d_model {d_model:>3}: n / 2d " + "".join(f"{n / (2 * d_model):>6.1f}" for n in seq_lens_t))
+    print("            slope " + "".join(f"{flop_slope(n, d_model):>6.2f}" for n in seq_lens_t))
 
 # %% [markdown]
-# ## 4. float32 instead of float64
+# Section 5 measures the time at both widths over these lengths: at `d_model = 32` the
+# lengths are 4 to 32 times $2d$, at `d_model = 256` only half to 4 times.
+
+# %% [markdown]
+# ## 2. The engine: the same numbers, a block of queries at a time
 #
-# A float32 number takes 4 bytes, a float64 number 8. Twice as many float32 numbers fit in
-# a vector register, a cache line and a second of memory bandwidth, so float32 attention
-# runs about twice as fast and needs half the memory, at a precision (about 7 significant
-# digits) that neural networks never miss. `MultiHeadAttention` keeps float32 inputs in
-# float32 end to end: its weights are cast once and cached.
+# The teaching path computes every score at once: the weights of all heads, `batch *
+# num_heads * seq_len**2` numbers. At `seq_len = 4096` with 4 heads that is 256 MiB in
+# float32 for one sequence, and it grows fourfold with every doubling. Yet each query's
+# output needs only its own row of weights. So the engine cuts the queries into blocks and
+# runs, for one block at a time, the same three steps as `scaled_dot_product_attention`:
+# the block's scores, their softmax, the block's output. A block is `block_size` query rows
+# of one head, or by default about `BLOCK_SCORES` scores (several whole heads at once when a
+# head has fewer scores than that). Here is the loop over the blocks:
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-mha = MultiHeadAttention(d_model=256, num_heads=4)
-x64 = rng.standard_normal((2, 512, 256))
-x32 = x64.astype(np.float32)
-t64 = best_time(lambda: mha(x64), repeat=3)
-t32 = best_time(lambda: mha(x32), repeat=3)
-print(f"float64 {t64 * 1e3:6.1f} ms, float32 {t32 * 1e3:6.1f} ms ({t64 / t32:.1f}x)")
+show_source(blocks.attention_in_blocks)
 
 # %% [markdown]
-# The speed is easy to lose. NumPy 2 keeps the precision of a NumPy *scalar*: dividing a
-# float32 array by `np.sqrt(d_k)`, which is a float64 scalar, gives a float64 array, and
-# every step after it runs at float64 speed. No error, no warning. `attend` scales by a
-# plain Python float, which NumPy treats as "whatever precision the array has".
-
-# %%
-scores32 = np.ones((2, 2), dtype=np.float32)
-d_k = 64
-print("scores / np.sqrt(d_k)      ->", (scores32 / np.sqrt(d_k)).dtype)
-print("scores / math.sqrt(d_k)    ->", (scores32 / math.sqrt(d_k)).dtype)
-print("scores * (1 / math.sqrt(d_k)) ->", (scores32 * (1 / math.sqrt(d_k))).dtype)
-print("mha(x32) returns", mha(x32)[0].dtype, "and", mha(x32)[1].dtype)
-
-# %% [markdown]
-# `attend` also multiplies `Q` by the scale instead of dividing the scores: `Q` has
-# `seq_len * d_k` numbers, the scores `seq_len * seq_len`, so for long sequences this is
-# far less work. And the softmax runs *in place* on the freshly made score array, so the
-# largest array of the computation exists only once:
-
-# %%
-show_source(attend)
-
-# %% [markdown]
-# ## 5. Memory: quadratic weights, linear blocks
+# And one block. It computes what `scaled_dot_product_attention` computes, in an order that
+# touches less memory:
 #
-# The weights have `batch * num_heads * seq_len**2` entries. At `seq_len = 4096` with 4
-# heads that is 256 MiB in float32 for a single sequence, and it grows fourfold with every
-# doubling. Yet each query's output needs only its own row of weights. So
-# `mha(x, need_weights=False)` cuts the queries into blocks and keeps the scores of one
-# block at a time:
-#
-# 1. scores of the block, `q @ k.T`: shape `(block_size, seq_len)`;
-# 2. exponentials, in place;
-# 3. `exp(scores) @ v`, divided row by row by the sum of the exponentials.
-#
-# Step 3 divides after the product: the same numbers as normalising the weights first,
-# but `d_k` divisions per query instead of `seq_len`. Here is the code that runs on each
-# block (with `need_weights=True` the scores are divided first, since the weights must be
-# returned):
+# - it scales the block's queries by $1/\sqrt{d_k}$ instead of scaling its scores:
+#   `rows * d_k` multiplications instead of `rows * seq_k`;
+# - the scores go into a scratch array made once and reused by every block (or straight into
+#   their rows of the weights, when the weights are asked for), and the softmax works on it
+#   in place (`_softmax_`), so the block's scores are the only score-sized array;
+# - it subtracts each row's maximum only when it must. No score can exceed the length of the
+#   longest query times the length of the longest key (the Cauchy-Schwarz inequality,
+#   $|q \cdot k| \le \lVert q \rVert\,\lVert k \rVert$). When that bound is small, `exp`
+#   can neither overflow nor lose precision, and since the factor $e^{-\max}$ cancels in the
+#   division anyway, skipping it saves two of the softmax's five passes over the scores.
 
 # %%
-show_source(blockwise._attend_block)
+show_source(blocks._attend_block)
+
+# %%
+show_source(blocks._softmax_)
 
 # %% [markdown]
-# The exponentials are the softmax without its division:
+# `FastMultiHeadAttention` is the module of notebook 04 with the one step that notebook
+# pointed at, `_attention`, replaced by the block loop; everything else (the projections,
+# the heads, `W_o`, the argument checks) is inherited unchanged:
 
 # %%
-show_source(blockwise._exponentials)
+show_source(FastMultiHeadAttention)
 
 # %% [markdown]
-# Subtracting the row maximum before `exp` is what makes a softmax safe from overflow
-# (notebook 1). It costs two passes over the block. The block code skips them when it can
-# *prove* they are unnecessary: by the Cauchy-Schwarz inequality no score can exceed the
-# length of the longest query times the length of the longest key, and when that bound is
-# small, `exp` can neither overflow nor lose precision. Because the factor $e^{-\max}$
-# cancels in the division, skipping it changes nothing else.
-#
-# First the check that matters most: the block path gives the full path's numbers, here
-# with a causal mask, blocks of 16 queries, and a sequence length (100) that is no
-# multiple of 16.
+# The engine is only worth having if it computes the teaching path's numbers. The check
+# that matters most: the same layer, with a causal mask, blocks of 16 queries and a
+# sequence length (100) that is no multiple of 16, in float32 and float64.
 
 # %%
-Q, K, V = (rng.standard_normal((2, 4, 100, 16), dtype=np.float32) for _ in range(3))
+x = rng.standard_normal((2, 100, 64))
 mask = causal_mask(100)
-full_output, _ = attend(Q, K, V, mask)
+teaching, fast = MultiHeadAttention(64, 4), FastMultiHeadAttention(64, 4)  # the same seed: the same weights
+for dtype, eps in ((np.float64, np.finfo(np.float64).eps), (np.float32, np.finfo(np.float32).eps)):
+    expected, expected_weights = teaching(x.astype(dtype), mask)
+    got, got_weights = fast(x.astype(dtype), mask)
+    error = np.abs(got - expected).max() / np.abs(expected).max()
+    # Both paths add the same 64-term dot products in a different order: a few dozen eps at most.
+    print(f"{np.dtype(dtype).name}: output dtype {got.dtype}, largest difference < 100 eps: {error < 100 * eps}, "
+          f"same weights: {np.allclose(got_weights, expected_weights, rtol=100 * eps, atol=100 * eps)}")
+    assert error < 100 * eps
+
+Q, K, V = (rng.standard_normal((2, 4, 100, 16)) for _ in range(3))
+full_output, _ = scaled_dot_product_attention(Q, K, V, mask)
 block_output = blockwise_attention(Q, K, V, mask, block_size=16)
-error = np.abs(block_output - full_output).max() / np.abs(full_output).max()
-assert error < 1e-6, f"the paths differ by {error:.1e} of the largest output"
-print("largest difference below 1e-6 of the largest output:", error < 1e-6)
+print("blockwise_attention, blocks of 16 == the full path:", np.allclose(block_output, full_output, rtol=1e-12, atol=1e-12))
 
 # %% [markdown]
-# Now the memory, measured with `tracemalloc` as the largest number of bytes NumPy held at
-# any moment, the result included. We use one thread here: each thread of the block path
-# holds its own block, so the numbers would otherwise depend on the machine's core count.
-# With one thread they are exact and the same on every run.
+# ## 3. Memory: quadratic weights, linear blocks
+#
+# How much memory does each path hold at its worst moment? `tracemalloc` sees every array
+# NumPy allocates, so its peak is an exact count of bytes, the same on every run and every
+# machine. We compare the teaching path with the block path (no weights returned) over
+# five lengths, 4 heads of width 64, blocks of 64 queries.
 
 # %%
 seq_lens = [128, 256, 512, 1024, 2048]
-num_heads, d_k, block_size = 4, 16, 64
+num_heads, d_k, block_size = 4, 64, 64
 peaks = {"full": [], "blocks": []}
-with threadpool_limits(limits=1, user_api="blas"):
-    for n in seq_lens:
-        Q, K, V = (rng.standard_normal((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3))
-        peaks["full"].append(peak_bytes(lambda Q=Q, K=K, V=V: attend(Q, K, V)))
-        peaks["blocks"].append(peak_bytes(lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V, block_size=block_size)))
+for n in seq_lens:
+    Q, K, V = (rng.standard_normal((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3))
+    peaks["full"].append(peak_bytes(lambda Q=Q, K=K, V=V: scaled_dot_product_attention(Q, K, V)))
+    peaks["blocks"].append(peak_bytes(lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V, block_size=block_size)))
 
-print(f"{'seq_len':>8} {'full (MiB)':>11} {'blocks (MiB)':>13} {'weights alone (MiB)':>20}")
-for n, full, blocks in zip(seq_lens, peaks["full"], peaks["blocks"], strict=True):
-    print(f"{n:>8} {full / 2**20:>11.2f} {blocks / 2**20:>13.2f} {num_heads * n * n * 4 / 2**20:>20.2f}")
+print(f"{'seq_len':>8} {'full (MiB)':>11} {'blocks (MiB)':>13} {'weights alone (MiB)':>20} {'output + 1 block (MiB)':>23}")
+for n, full, blocked in zip(seq_lens, peaks["full"], peaks["blocks"], strict=True):
+    weights_bytes = num_heads * n * n * 4
+    floor = (num_heads * n * d_k + block_size * n) * 4  # the output and one block of scores, float32
+    print(f"{n:>8} {full / 2**20:>11.2f} {blocked / 2**20:>13.2f} {weights_bytes / 2**20:>20.2f} {floor / 2**20:>23.2f}")
 
 # %% [markdown]
-# The full path's peak is essentially the weight matrix: it quadruples when `seq_len`
-# doubles. The block path holds the output (`seq_len * d_k` numbers per head) and one
-# block of `block_size * seq_len` scores: it doubles.
+# The full path's peak is three times the weight matrix. The teaching code keeps its steps
+# readable, and each step of its softmax makes a new score-sized array: at the worst moment
+# the scores, the scores minus their row maximum, and the exponentials all exist. It
+# quadruples when `seq_len` doubles. The block path holds the output (`seq_len * d_k`
+# numbers per head) and one block of `block_size * seq_len` scores, plus a few small
+# arrays: it doubles.
 
 # %%
-# Rounded as printed above: the last few bytes (Python's own small objects) vary run to run.
+# Rounded as printed: a few hundred bytes of Python's own objects can differ between Python versions.
 peaks_mib = {name: np.round(np.array(values) / 2**20, 2) for name, values in peaks.items()}
 fig, ax = plt.subplots(figsize=(6, 4))
-ax.loglog(seq_lens, peaks_mib["full"], "o-", label="full weights (need_weights=True)")
-ax.loglog(seq_lens, peaks_mib["blocks"], "s-", label=f"blocks of {block_size} queries")
+ax.loglog(seq_lens, peaks_mib["full"], "o-", label="all scores at once (teaching path)")
+ax.loglog(seq_lens, peaks_mib["blocks"], "s-", label=f"blocks of {block_size} queries (engine)")
+log_axis_ticks(ax, "x", seq_lens)
 ax.set_xlabel("seq_len")
 ax.set_ylabel("peak memory (MiB)")
 ax.set_title(f"Peak memory of attention, {num_heads} heads, float32")
 ax.legend()
-ax.grid(True, which="both", alpha=0.3)
+ax.grid(True, which="major", alpha=0.3)
 fig.tight_layout()
 fig.savefig(FIGURES / "06_memory.png", dpi=100, metadata={"Software": None})
 
 # %% [markdown]
-# On a log-log plot a power law is a straight line whose slope is the exponent: 2 for the
-# full path, 1 for the blocks. Let us read the slopes off the measurements.
+# On a log-log plot a power law is a straight line whose slope is the exponent. Read off
+# the last three points:
 
 # %%
 for name, values in peaks.items():
@@ -337,166 +290,539 @@ for name, values in peaks.items():
     print(f"{name:>6}: memory grows like seq_len^{slope:.1f}")
 
 # %% [markdown]
-# ## 6. Time: blocks in cache, blocks on every core
+# ## 4. What limits the speed: the roofline
 #
-# Blocks also save time, for two reasons.
+# A processor can be slow at a kernel for two different reasons: it cannot *compute* any
+# faster, or it cannot *feed* the arithmetic units with data any faster. The roofline model
+# (Williams, Waterman and Patterson 2009) puts both on one picture. Give each kernel its
+# **arithmetic intensity** $I$, the FLOPs it performs per byte it moves to or from memory.
+# Then its speed is at most
 #
-# - **Cache.** A softmax passes over its scores five times (maximum, subtract, exponential,
-#   sum, divide). A full score matrix is too large for the processor's cache, so every pass
-#   goes out to main memory and back. A block of about a million scores stays in a core's
-#   cache through all the passes.
-# - **Cores.** NumPy runs `exp` and the other elementwise passes on a single core; only the
-#   matrix products use every core (inside BLAS). But blocks are independent, so the
-#   block code gives whole blocks to several threads and asks BLAS for one thread per
-#   call: every core then does everything, products and exponentials. This works in
-#   Python because NumPy releases the interpreter lock inside `matmul` and `exp`.
+# $$
+# \text{FLOP/s} \le \min\left(P,\; B \cdot I\right),
+# $$
 #
-# `attend` itself hands inputs with many scores (and the weights, which it still returns)
-# to the same block loop; small inputs take the textbook route shown above.
+# where $P$ is the processor's peak compute rate (the flat *compute roof*) and $B$ the
+# bandwidth of the memory the data comes from (a sloped *bandwidth roof*; one per level:
+# main memory, cache). A kernel whose intensity lies left of the ridge point $P / B$ is
+# **memory-bound**: more arithmetic units would not help it, fewer bytes would.
+#
+# The intensities of our kernels need no measurement, only counting. For one float32 head
+# block of `rows` queries against `seq_k` keys of width `d_k`:
+#
+# - the scores `q @ k.T` perform $2 \cdot \text{rows} \cdot \text{seq\_k} \cdot d_k$ FLOPs and
+#   move `q`, `k` and the scores: $4(\text{rows}\, d_k + \text{seq\_k}\, d_k + \text{rows}\,
+#   \text{seq\_k})$ bytes;
+# - one elementwise pass of the softmax (subtract, `exp`, divide) performs about one
+#   operation per score and reads and writes 4 bytes each: $I \approx 1/8$.
+
 
 # %%
-# NBVAL_IGNORE_OUTPUT
-seq_lens_t = [128, 256, 512, 1024, 2048]
-mha = MultiHeadAttention(d_model=256, num_heads=4)
-times = {"weights": [], "no weights": [], "textbook": []}
-for n in seq_lens_t:
-    x = rng.standard_normal((1, n, 256), dtype=np.float32)
-    times["weights"].append(best_time(lambda x=x: mha(x), repeat=3))
-    times["no weights"].append(best_time(lambda x=x: mha(x, need_weights=False), repeat=3))
-    original, blockwise.PARALLEL_MIN_SCORES = blockwise.PARALLEL_MIN_SCORES, float("inf")  # attend never hands over
-    try:
-        times["textbook"].append(best_time(lambda x=x: mha(x), repeat=3))
-    finally:
-        blockwise.PARALLEL_MIN_SCORES = original
-for i, n in enumerate(seq_lens_t):
-    print(f"seq_len {n:>5}: " + ", ".join(f"{name} {times[name][i] * 1e3:7.2f} ms" for name in times))
+def matmul_intensity(m, k, p, itemsize=4):
+    """FLOPs per byte of an (m x k) @ (k x p) product that reads both inputs and writes the output once."""
+    return 2 * m * k * p / (itemsize * (m * k + k * p + m * p))
+
+
+kernels = {
+    "x @ W_qkv, seq_len 2048, d_model 256": matmul_intensity(2048, 256, 768),
+    "q @ k.T, a block of 128 queries, seq_k 2048, d_k 64": matmul_intensity(128, 64, 2048),
+    "q @ k.T, one query at a time": matmul_intensity(1, 64, 2048),
+    "weights @ v, 128 queries, seq_k 2048, d_k 64": matmul_intensity(128, 2048, 64),
+    "plain 512 x 512 x 512 product": matmul_intensity(512, 512, 512),
+    "one elementwise pass of the softmax (exp)": 1 / 8,
+}
+for name, intensity in kernels.items():
+    print(f"{name:<55} {intensity:7.2f} FLOP/byte")
 
 # %% [markdown]
-# ("textbook" is `mha(x)` with the hand-over switched off: one score matrix, BLAS threads
-# for the products, one core for the softmax.) Time grows
-# like `seq_len**2` for every path, since every query still meets every key: blocks cut the
-# constant, not the exponent. The right panel puts the achieved speed next to the roofline.
+# Section 5 measures this machine's ridge point $P / B$; on current CPUs it lies between
+# about 1 and 20 FLOPs per byte for main memory, and lower for cache. The projection
+# (88 FLOPs per byte) and a plain 512 x 512 x 512 product (85) sit right of it on any of
+# them: compute-bound. A block's score product (21 for 128 queries of width 64) sits near the
+# ridge or right of it; one query at a time (0.49) would be memory-bound everywhere, since
+# it reads all of `k` for a single row of scores (exercise 3 asks how many rows a block
+# needs). The softmax's passes, at about 1/8, sit far left of every ridge point: for the
+# cheap ones (maximum, subtract, sum, divide) the arithmetic cannot be the limit, and
+# their speed is set by where the scores live. (`exp` is the exception: one exponential
+# costs a dozen or more instructions, so it can be slower than memory; section 5 measures
+# it.) A full score matrix of a long sequence is larger than any cache, so each pass
+# streams it from main memory and back. A block of scores small enough to stay in a core's
+# L2 cache makes every pass after the first read from the cache instead: that is the
+# engine's reason for sizing its blocks.
+
+# %%
+print(f"the engine's default block: {blocks.BLOCK_SCORES} float32 scores = {blocks.BLOCK_SCORES * 4 / 2**20:g} MiB")
+
+# %% [markdown]
+# 1 MiB is the L2 cache of one core on many current processors (1 to 2 MiB on recent Intel
+# and AMD cores). Where L2 is smaller (256 KiB on older Intel cores, 512 KiB on AMD's Zen 2
+# and 3), a block spills into the L3 cache, slower than L2 but still far faster than main
+# memory. The size was measured, not guessed: the comment above `BLOCK_SCORES` in
+# `mhattn/engine/blocks.py` gives the times of blocks from 128 KiB to 1 MiB (larger was
+# faster up to 1 MiB, and gained little beyond).
+
+# %% [markdown]
+# ## 5. The measurements
+#
+# Here is the one cell that measures time. It measures the roofs of this machine (the
+# compute roof with all BLAS threads and with one; the bandwidth of main memory and of a
+# core's cache, as seen by one NumPy elementwise pass), times the kernels of section 4
+# (`exp` also into a new array, whose cost the reading below explains), then the whole
+# forward pass of the teaching path and of the engine at the two widths of section 1. The
+# forward passes run with BLAS on one thread: that compares the two algorithms rather than
+# how well BLAS spreads small products over cores, and keeps the comparison meaningful on
+# a busy machine. The output is what the machine that last ran this notebook measured;
+# your machine will print other numbers.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-for name, values in times.items():
-    left.loglog(seq_lens_t, np.array(values) * 1e3, "o-", label=name)
-    flops = np.array([sum(forward_flops(1, n, 256)) for n in seq_lens_t])
-    right.semilogx(seq_lens_t, flops / np.array(values) / 1e9, "o-", label=name)
-reference = np.array(seq_lens_t, dtype=float) ** 2
-left.loglog(seq_lens_t, reference / reference[-1] * times["weights"][-1] * 1e3, "k:", label="slope 2")
-right.axhline(roofline, color="k", linestyle="--", label="plain matrix product")
-left.set(xlabel="seq_len", ylabel="time per forward pass (ms)", title="Time, d_model 256, 4 heads, float32")
-right.set(xlabel="seq_len", ylabel="GFLOP/s", title="Achieved speed against the roofline")
-right.set_ylim(bottom=0)
-for ax in (left, right):
-    ax.legend()
-    ax.grid(True, which="both", alpha=0.3)
-fig.tight_layout()  # not saved to figures/: its timings differ on every run and every machine
+# (Timings differ on every machine and every run: this is the notebook's only cell whose output is not compared.)
+measured = {}
+A, B = (rng.standard_normal((512, 512), dtype=np.float32) for _ in range(2))
+measured["peak, all BLAS threads"] = 2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
+with threadpool_limits(limits=1, user_api="blas"):
+    measured["peak, one BLAS thread"] = 2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
+time.sleep(0.2)  # OpenBLAS's threads spin for ~0.1 s after a product; let them sleep before one-core passes
+big = np.ones(2**24, dtype=np.float32)  # 64 MiB: far larger than any cache
+small = np.ones(blocks.BLOCK_SCORES, dtype=np.float32)  # as many numbers as one block of scores
+measured["memory GB/s"] = big.nbytes * 2 / best_time(lambda: np.multiply(big, 1.0, out=big), repeat=3) / 1e9
+repeats = big.size // small.size  # the same number of bytes, from cache
+measured["cache GB/s"] = (
+    big.nbytes * 2 / best_time(lambda: [np.multiply(small, 1.0, out=small) for _ in range(repeats)], repeat=3) / 1e9
+)
+scores = rng.standard_normal((4, 2048, 2048), dtype=np.float32)  # all scores of 4 heads: 64 MiB
+exps = np.empty_like(scores)
+rows = blocks.BLOCK_SCORES // 2048  # the rows of one default block against 2048 keys
+block, block_exps = scores[0, :rows].copy(), np.empty((rows, 2048), dtype=np.float32)
+measured["exp Gop/s, all scores"] = scores.size / best_time(lambda: np.exp(scores, out=exps), 3) / 1e9
+measured["exp Gop/s, all scores, new array"] = scores.size / best_time(lambda: np.exp(scores), 3) / 1e9
+measured["exp Gop/s, one block"] = (
+    scores.size / best_time(lambda: [np.exp(block, out=block_exps) for _ in range(scores.size // block.size)], 3) / 1e9
+)
+q, k = rng.standard_normal((128, 64), dtype=np.float32), rng.standard_normal((2048, 64), dtype=np.float32)
+with threadpool_limits(limits=1, user_api="blas"):  # a small product: one core, as in the engine's timing below
+    measured["q @ k.T GFLOP/s, 128 rows, one thread"] = 2 * 128 * 2048 * 64 / best_time(lambda: q @ k.T, 20) / 1e9
+blas = [info for info in threadpool_info() if info.get("user_api") == "blas"]
+print(f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads" if blas else "BLAS: not found by threadpoolctl")
+for name, value in measured.items():
+    print(f"{name:<38} {value:8.1f}")
+
+times = {}
+with threadpool_limits(limits=1, user_api="blas"):  # one core: the algorithms compared, not BLAS's threading
+    for d_model in (32, 256):
+        for n in seq_lens_t:
+            x = rng.standard_normal((1, n, d_model), dtype=np.float32)
+            teaching, fast = MultiHeadAttention(d_model, 4), FastMultiHeadAttention(d_model, 4)
+            times["teaching", d_model, n] = best_time(lambda x=x, m=teaching: m(x), repeat=3)
+            times["engine", d_model, n] = best_time(lambda x=x, m=fast: m(x, need_weights=False), repeat=3)
+
+
+def slopes(values):
+    """Log-log slopes between neighbouring lengths of seq_lens_t."""
+    pairs = zip(seq_lens_t, seq_lens_t[1:], strict=False)
+    return [math.log(values[b] / values[a]) / math.log(b / a) for a, b in pairs]
+
+
+print(f"\n{'forward pass (ms)':>28}" + "".join(f"{n:>9}" for n in seq_lens_t))
+for path in ("teaching", "engine"):
+    for d_model in (32, 256):
+        row = "".join(f"{times[path, d_model, n] * 1e3:9.2f}" for n in seq_lens_t)
+        print(f"{path + ', d_model ' + str(d_model):>28}{row}")
+for d_model in (32, 256):
+    measured_slopes = slopes({n: times["teaching", d_model, n] for n in seq_lens_t})
+    flop_slopes = slopes({n: sum(forward_flops(1, n, d_model)) for n in seq_lens_t})
+    print(f"d_model {d_model:>3}: slopes of the teaching path " + ", ".join(f"{v:.2f}" for v in measured_slopes)
+          + "; of its FLOPs " + ", ".join(f"{v:.2f}" for v in flop_slopes))
+for d_model in (32, 256):
+    faster = [n for n in seq_lens_t if times["engine", d_model, n] < times["teaching", d_model, n]]
+    since = [n for n in faster if all(m in faster for m in seq_lens_t if m >= n)]
+    print(f"d_model {d_model:>3}: the engine was faster " + (f"from seq_len {since[0]} on" if since else "at no length"))
+
+# %% [markdown]
+# The same measurements as two pictures. Left, the time of a forward pass against
+# `seq_len`, with the shape the FLOP count predicts drawn through the last point of each
+# teaching curve. Right, the roofline of this machine, with the kernels of section 4 at
+# their intensities.
+
+# %%
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+for d_model, colour in ((32, "tab:blue"), (256, "tab:orange")):
+    for path, style in (("teaching", "o-"), ("engine", "s--")):
+        values = np.array([times[path, d_model, n] for n in seq_lens_t]) * 1e3
+        left.loglog(seq_lens_t, values, style, color=colour, label=f"{path}, d_model {d_model}")
+    flops = np.array([sum(forward_flops(1, n, d_model)) for n in seq_lens_t], dtype=float)
+    model = flops / flops[-1] * times["teaching", d_model, seq_lens_t[-1]] * 1e3
+    left.loglog(seq_lens_t, model, ":", color="black", label="FLOP count" if d_model == 32 else None)
+log_axis_ticks(left, "x", seq_lens_t)
+left.set(xlabel="seq_len", ylabel="time per forward pass (ms)", title="Time, 4 heads, float32, one BLAS thread")
+left.legend(fontsize=8)
+left.grid(True, which="major", alpha=0.3)
+
+intensity = np.logspace(-2, 3, 200)
+peak = max(measured["peak, all BLAS threads"], measured["peak, one BLAS thread"])
+for name, colour in (("memory GB/s", "tab:red"), ("cache GB/s", "tab:green")):
+    right.loglog(intensity, np.minimum(peak, measured[name] * intensity), color=colour, label=f"roof: {name[:-5]}")
+right.axhline(measured["peak, one BLAS thread"], color="grey", linestyle=":", label="compute roof, one thread")
+points = {
+    "512^3 product": (matmul_intensity(512, 512, 512), peak),
+    "q @ k.T, 128 queries, one thread": (matmul_intensity(128, 64, 2048), measured["q @ k.T GFLOP/s, 128 rows, one thread"]),
+    "exp, all scores": (1 / 8, measured["exp Gop/s, all scores"]),
+    "exp, one block": (1 / 8, measured["exp Gop/s, one block"]),
+}
+for name, (i, speed) in points.items():
+    right.loglog(i, speed, "o", label=name)
+right.set(xlabel="arithmetic intensity (FLOP per byte)", ylabel="GFLOP/s", title="Roofline of this machine (measured)")
+right.legend(fontsize=8)
+right.grid(True, which="major", alpha=0.3)
+fig.tight_layout()  # not saved to figures/: its numbers differ on every run and every machine
+
+# %% [markdown]
+# How to read them, on any machine:
+#
+# - **The FLOP count's slope is a floor, not the answer.** It approaches 2 only once
+#   `seq_len` is many times `2 * d_model`: at `d_model = 32` it is 1.85 to 1.96 over these
+#   lengths, at `d_model = 256` only 1.4 to 1.7 (the cell prints both slopes). The
+#   measured slopes of the teaching path are usually steeper than its FLOPs', and can pass 2.
+#   The FLOP count leaves out the softmax, whose passes over the scores also grow like
+#   `seq_len**2` and run at the speed of memory, not of the arithmetic units; in NumPy they
+#   cost as much as the matrix products. And each time the scores outgrow a level of cache,
+#   every pass over them gets slower per number. Below a few hundred tokens, fixed costs
+#   per call (Python, NumPy's dispatch, small allocations) flatten the curve instead.
+# - **Why and where the engine is faster.** It makes fewer passes over the scores (the
+#   softmax in place, no maximum to subtract when the bound allows, the scale applied to
+#   the queries), it allocates no new score-sized arrays, and its blocks keep the remaining
+#   passes in cache. (A new array of many MiB usually comes straight from the operating
+#   system, which on Linux takes a page fault for every 4 KiB page the first time it is
+#   written: compare the two `exp` lines of all scores above, into a reused array and into
+#   a new one.) So its lead grows with `seq_len`, at both widths: small or none at a few
+#   hundred tokens, where per-call costs dominate and all scores fit in cache anyway; large
+#   once the score matrix reaches 16 MiB and more (`seq_len` 1024 and beyond, 4 heads),
+#   where every extra pass and every fresh array of the teaching path goes to main memory.
+#   The cell prints from which `seq_len` on it was faster here.
+# - **Cheap passes are memory-bound; `exp` is costly.** A pass with one multiplication per
+#   number runs at the bandwidth of wherever its data lives: the `memory` and `cache` lines
+#   are exactly that, and cache is several times faster. `exp` on one core sits below both
+#   roofs, on all scores and on one block alike, wherever memory is fast enough to keep up
+#   with it: counted as one operation it looks memory-bound, but one exponential costs a
+#   dozen or more instructions. So the engine's blocks speed up the cheap passes, and `exp`
+#   gains most from what the engine avoids: extra passes and new arrays.
+# - **Matrix products use every core; elementwise passes use one.** The compute roof with
+#   one BLAS thread is lower than with all of them, by up to the number of cores. NumPy's
+#   `exp`, `max` and `sum` run on a single core whatever BLAS does.
+
+# %% [markdown]
+# ## 6. Threads: why the engine has no thread pool
+#
+# The last point suggests an obvious plan: the blocks are independent, so give them to a
+# pool of Python threads, one block per core, and let every core run the exponentials.
+# Python's global interpreter lock (GIL) does not stop this: NumPy releases it inside
+# `matmul`, `exp` and the other array loops, so several threads can run NumPy code at the
+# same time. An earlier version of this package did exactly that. It was fast on the
+# machine it was written on, and fragile everywhere else:
+#
+# - **Oversubscription.** Each block's matrix products are themselves threaded by BLAS.
+#   With a pool of $T$ threads each asking BLAS for $T$ threads, $T^2$ threads fight over
+#   $T$ cores. Telling BLAS to use one thread per call needs a process-wide setting
+#   (`threadpoolctl`), which other threads can change while a call runs, and which some
+#   versions silently ignore when it is set from a thread other than the first; calls from
+#   a worker thread then ran 10 to 20 times slower.
+# - **`fork`.** A pool created before `os.fork()` (what `multiprocessing` does by default
+#   on Linux before Python 3.14) is dead in the child: the child's first large call waited
+#   forever.
+# - **Scaling.** On a 16-core machine it got *slower* beyond 8 threads, and its memory grew
+#   with the thread count, since every thread holds a block.
+#
+# The engine therefore runs its blocks one after another on the caller's thread and leaves
+# threads to BLAS, which threads each block's matrix products. That gives up parallel
+# exponentials, and gains code that is as fast from any thread, safe after `fork`, leaves
+# no state behind and holds one block at a time. `benchmarks/bench_vs_torch.py --threads N`
+# compares it with PyTorch at any thread count.
+
+# %% [markdown]
+# ## 7. float32 instead of float64
+#
+# A float32 number takes 4 bytes, a float64 number 8. Twice as many float32 numbers fit in
+# a vector register, a cache line and a second of memory bandwidth, so float32 attention
+# runs up to about twice as fast and needs half the memory. Its precision, about 7
+# significant digits, is enough for the forward pass of a trained network; training is
+# more delicate, and mixed-precision training keeps a float32 copy of the weights for
+# exactly that reason (Micikevicius et al. 2018). The module keeps float32 input in float32
+# end to end.
+#
+# The speed is easy to lose. NumPy 2 keeps the precision of a NumPy *scalar*: dividing a
+# float32 array by `np.sqrt(d_k)`, which is a float64 scalar, gives a float64 array, and
+# every step after it runs at float64 speed. No error, no warning; the bug and its fix
+# differ by a few characters. `scaled_dot_product_attention` divides by `math.sqrt(d_k)`,
+# a plain Python float, which NumPy treats as "whatever precision the array has".
+
+# %%
+scores32 = np.ones((2, 2), dtype=np.float32)
+d_k = 64
+print("scores / np.sqrt(d_k)         ->", (scores32 / np.sqrt(d_k)).dtype)
+print("scores / math.sqrt(d_k)       ->", (scores32 / math.sqrt(d_k)).dtype)
+print("scores / np.float32(8.0)      ->", (scores32 / np.float32(8.0)).dtype)
+x32 = rng.standard_normal((1, 6, 64), dtype=np.float32)
+print("MultiHeadAttention on float32 ->", [a.dtype for a in MultiHeadAttention(64, 4)(x32)])
+print("FastMultiHeadAttention        ->", [a.dtype for a in FastMultiHeadAttention(64, 4)(x32)])
 
 # %% [markdown]
 # ## Summary
 #
-# - A forward pass costs $8bnd^2 + 4bn^2d$ FLOPs; beyond $n = 2d$ attention dominates.
-# - Fused projections and batched heads do the same arithmetic in fewer, larger calls.
-# - float32 is about twice as fast as float64; keep it so by scaling with a Python float.
-# - The full weights need memory quadratic in `seq_len`. Query blocks need linear memory
-#   and give the same numbers; `need_weights=False` uses them.
-# - Blocks are also faster: they stay in cache, and they let every core run the
-#   exponentials that NumPy would run on one.
-# - `benchmarks/bench_vs_torch.py` compares all of this with `torch.nn.MultiheadAttention`.
-#
+# - A forward pass costs $8bnd^2 + 4bn^2d$ FLOPs. Its log-log slope is $2(n + d)/(n + 2d)$:
+#   1.5 at $n = 2d$, near 2 only for $n \gg 2d$.
+# - The roofline says what limits a kernel: matrix products with many rows are
+#   compute-bound; the softmax's cheap passes (1/8 FLOP per byte) are memory-bound on
+#   every machine, and its `exp` costs far more than one FLOP.
+# - The full weights need memory quadratic in `seq_len`; the engine's query blocks need
+#   linear memory and give the same numbers. They are also faster wherever the scores are a
+#   large part of the work: fewer passes, no new score-sized arrays, blocks sized to stay
+#   in a core's cache.
+# - BLAS threads the matrix products; NumPy's elementwise passes run on one core. The
+#   engine adds no thread pool of its own: it would fight BLAS for the cores, break after
+#   `fork` and depend on process-wide state.
+# - float32 is up to twice as fast as float64; keep it by scaling with a Python float.
+
+# %% [markdown]
 # ## Exercises
 #
-# **Exercise 1: count the products.** Write `count_matmul_flops(shapes)` that takes a list of
-# matrix-product shapes `(m, k, p)` (an `m x k` times a `k x p` matrix) and returns their
-# total FLOPs. The check lists the products of a forward pass and compares your total with
-# `forward_flops`.
-
+# Each exercise has a cell for your answer, holding `...` where the answer goes, and a
+# cell that checks it. Replace the `...`, run your cell, then run the check: it prints
+# "not yet" while the `...` is still there, "correct." when your answer passes, and
+# otherwise stops with a message that says what to look at. Below each check is a
+# collapsed cell with a solution, run through the same check; open it only after trying.
+# None of the checks measures time: they count FLOPs and bytes, which are the same on
+# every machine.
+#
+# **Exercise 1 (predict, then write): the engine's memory.** Section 3 measured the
+# engine's peak with `tracemalloc`. Write `predicted_peak_bytes(num_heads, seq_len, d_k,
+# block_size)`, a formula for the peak of `blockwise_attention(Q, K, V,
+# block_size=block_size)` on float32 arrays of shape `(1, num_heads, seq_len, d_k)`. Count
+# the arrays that must exist at the worst moment; small ones (a number per key, say) may be
+# left out: the check allows 25% and another 64 KiB for them and for Python's own objects.
+# Before writing it, predict: by what factor does the peak grow when `seq_len` doubles, and
+# when `block_size` doubles?
 
 # %%
-def count_matmul_flops(shapes):
-    """Total FLOPs of the matrix products (m, k, p) in `shapes`."""
-    return None  # your code here
+def predicted_peak_bytes(num_heads, seq_len, d_k, block_size):
+    """Peak bytes of blockwise_attention on float32 (1, num_heads, seq_len, d_k) inputs."""
+    return ...  # your code here
 
 
 # %%
 def check_exercise_1(function):
-    batch, n, d, heads = 2, 10, 12, 3
-    d_k = d // heads
-    shapes = [(batch * n, d, 3 * d)]  # x @ W_qkv
-    shapes += [(n, d_k, n)] * (batch * heads)  # Q K^T, one per (batch, head)
-    shapes += [(n, n, d_k)] * (batch * heads)  # weights @ V
-    shapes += [(batch * n, d, d)]  # heads @ W_o
-    total = function(shapes)
-    if total is None:
-        return "Exercise 1: not answered yet."
-    assert function([(2, 3, 4)]) == 48, "one product of (2 x 3)(3 x 4): 2*3*4 multiplications and as many additions"
-    assert total == sum(forward_flops(batch, n, d)), f"got {total}; expected {sum(forward_flops(batch, n, d))}"
-    return "Exercise 1: correct."
+    if function(4, 2048, 16, 64) is ...:
+        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
+    # (num_heads, seq_len, d_k, block_size): the output dominates, the block dominates, both, many heads
+    for num_heads, n, d_k, rows in [(1, 2048, 64, 16), (1, 2048, 8, 512), (4, 1024, 16, 64), (8, 256, 8, 32)]:
+        Q, K, V = (np.ones((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3))
+        measured = peak_bytes(lambda Q=Q, K=K, V=V, rows=rows: blockwise_attention(Q, K, V, block_size=rows))
+        predicted = function(num_heads, n, d_k, rows)
+        assert abs(predicted - measured) <= 0.25 * measured + 64 * 1024, (
+            f"num_heads {num_heads}, seq_len {n}, d_k {d_k}, block_size {rows}: you predict {predicted} bytes, "
+            f"tracemalloc measured {measured}. Which arrays exist while the last block runs? "
+            "(float32: 4 bytes a number; the weights are never all there)"
+        )
+    return "Exercise 1: the output plus one block of scores. correct."
 
 
-print(check_exercise_1(count_matmul_flops))
+print(check_exercise_1(predicted_peak_bytes))
 
 # %% [markdown]
-# **Exercise 2: a block that fits.** A block of scores is `block_size * seq_len` float32
-# numbers. Write `largest_block(seq_len, budget_bytes)`: the largest `block_size` whose
-# scores fit in `budget_bytes`. The check then runs the block path with it, on one thread,
-# and measures that the peak memory is the output plus about one block.
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
+
+
+# %% jupyter={"source_hidden": true}
+# The prediction: doubling seq_len doubles the peak (both the output and a block's row of
+# scores grow with seq_len); doubling block_size adds one more block of scores, which
+# doubles the peak only where the block dominates.
+# At the worst moment the engine holds the output, (num_heads, seq_len, d_k), and the
+# scores of one block, (block_size, seq_len), plus a block of scaled queries and one
+# number per key (the longest key), which are small.
+def solution_predicted_peak_bytes(num_heads, seq_len, d_k, block_size):
+    output = num_heads * seq_len * d_k  # numbers
+    one_block = block_size * seq_len + block_size * d_k  # scores and scaled queries
+    return 4 * (output + one_block)  # float32
+
+
+print(check_exercise_1(solution_predicted_peak_bytes))
+
+# %% [markdown]
+# **Exercise 2 (predict, then write): your own query blocks.** Write
+# `attention_by_query_blocks(Q, K, V, mask, block_size)` that returns the output of
+# `scaled_dot_product_attention(Q, K, V, mask)` (not the weights) by calling
+# `scaled_dot_product_attention` on one block of `block_size` queries at a time and putting
+# the blocks' outputs together. `mask` may be None, `(seq_q, seq_k)`, or 4-D like
+# `padding_mask`'s `(batch, 1, 1, seq_k)`. First predict: which part of the mask does the
+# block of queries `start:stop` need, and does any block need another block's result?
 
 
 # %%
-def largest_block(seq_len, budget_bytes):
-    """The most queries whose float32 scores against seq_len keys fit in budget_bytes."""
-    return None  # your code here
+def attention_by_query_blocks(Q, K, V, mask, block_size):
+    """scaled_dot_product_attention(Q, K, V, mask)[0], computed block_size queries at a time."""
+    return ...  # your code here
 
 
 # %%
 def check_exercise_2(function):
-    seq_len, budget = 3000, 256 * 1024
-    block = function(seq_len, budget)
-    if block is None:
-        return "Exercise 2: not answered yet."
-    assert block * seq_len * 4 <= budget, f"{block} rows of {seq_len} float32 scores take more than {budget} bytes"
-    assert (block + 1) * seq_len * 4 > budget, f"{block} rows fit, but so would {block + 1}"
-    Q, K, V = (np.ones((1, seq_len, 8), dtype=np.float32) for _ in range(3))
-    output_bytes = Q.nbytes
-    with threadpool_limits(limits=1, user_api="blas"):
-        peak = peak_bytes(lambda: blockwise_attention(Q, K, V, block_size=block))
-    assert peak <= output_bytes + budget + 64 * 1024, f"peak {peak} bytes: more than the output and one block"
-    return "Exercise 2: correct."
+    Q, K, V = (np.random.default_rng(3).standard_normal((2, 4, 50, 8)) for _ in range(3))
+    if function(Q, K, V, None, 16) is ...:
+        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
+    lengths = np.array([50, 31])
+    masks = {"no mask": None, "a causal mask": causal_mask(50), "a padding mask": np.arange(50) < lengths[:, None, None, None]}
+    for name, mask in masks.items():
+        expected = scaled_dot_product_attention(Q, K, V, mask)[0]
+        for rows in (1, 7, 16, 50, 64):
+            try:
+                got = function(Q, K, V, mask, rows)
+            except ValueError as error:  # e.g. a mask whose rows were sliced without broadcasting it first
+                raise AssertionError(f"{name}, block_size {rows}: {error}") from None
+            assert np.shape(got) == expected.shape, f"{name}, block_size {rows}: shape {np.shape(got)}, not {expected.shape}"
+            assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (
+                f"{name}, block_size {rows}: the output differs. Each block needs its own rows of the mask "
+                "(a padding mask has a query axis of size 1: broadcast it to the scores' shape before slicing rows)"
+            )
+    Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
+    assert function(Q32, K32, V32, None, 16).dtype == np.float32, "float32 in should give float32 out"
+    Q, K, V = (np.ones((1, 4, 1024, 8), dtype=np.float32) for _ in range(3))
+    peak = peak_bytes(lambda: function(Q, K, V, causal_mask(1024), 64))
+    weights_bytes = 4 * 1024 * 1024 * 4
+    assert peak < weights_bytes / 2, (
+        f"at seq_len 1024 your function held {peak / 2**20:.1f} MiB at its peak; all the weights take "
+        f"{weights_bytes / 2**20:.0f} MiB. Does it compute the scores of every query at once somewhere?"
+    )
+    return "Exercise 2: the same output, one block of weights at a time. correct."
 
 
-print(check_exercise_2(largest_block))
+print(check_exercise_2(attention_by_query_blocks))
 
 # %% [markdown]
-# **Exercise 3: keep float32.** Write `scaled_scores(Q, K)` returning $QK^\top / \sqrt{d_k}$
-# (for any leading axes) that stays float32 for float32 input.
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+
+# %% jupyter={"source_hidden": true}
+# The prediction: the block start:stop needs rows start:stop of the mask and all its
+# columns (every key), and nothing from any other block: each query's softmax runs over its
+# own row of scores. That independence is the whole idea of the engine. A mask whose query
+# axis has size 1 (padding) must first be broadcast to the scores' shape, or slicing its
+# rows 16:32 gives an empty array.
+def solution_attention_by_query_blocks(Q, K, V, mask, block_size):
+    seq_q, seq_k = Q.shape[-2], K.shape[-2]
+    if mask is not None:
+        mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, Q.shape[:-2] + (seq_q, seq_k)))
+    outputs = []
+    for start in range(0, seq_q, block_size):
+        rows = slice(start, start + block_size)
+        block_mask = None if mask is None else mask[..., rows, :]  # (..., rows, seq_k)
+        outputs.append(scaled_dot_product_attention(Q[..., rows, :], K, V, block_mask)[0])  # (..., rows, d_v)
+    return np.concatenate(outputs, axis=-2)  # (..., seq_q, d_v)
+
+
+print(check_exercise_2(solution_attention_by_query_blocks))
+
+# %% [markdown]
+# **Exercise 3 (predict, then compute): how many queries per block?** Take a machine whose
+# ridge point is 20 FLOPs per byte (say 1000 GFLOP/s from 50 GB/s). A block's score
+# product `q @ k.T`, float32, reads `q` (rows x d_k) and `k` (seq_k x d_k) and writes the
+# scores (rows x seq_k). Write `rows_to_reach(ridge, seq_k, d_k)`: the smallest number of
+# query rows whose score product has an arithmetic intensity of at least `ridge`, or None if
+# no number of rows reaches it. First predict: with `seq_k = 2048`, is a block of 128 rows
+# enough for heads of width `d_k = 64`? And for `d_k = 16`, how many rows would it take?
 
 
 # %%
-def scaled_scores(Q, K):
-    """Q @ K^T / sqrt(d_k), in the precision of Q and K."""
-    return None  # your code here
+def rows_to_reach(ridge, seq_k, d_k):
+    """Smallest rows with intensity(q @ k.T) >= ridge (float32), or None if none reaches it."""
+    return ...  # your code here
 
 
 # %%
 def check_exercise_3(function):
-    Q, K = (np.random.default_rng(1).standard_normal((2, 5, 16), dtype=np.float32) for _ in range(2))
-    scores = function(Q, K)
-    if scores is None:
-        return "Exercise 3: not answered yet."
-    expected = Q.astype(np.float64) @ np.swapaxes(K, -1, -2).astype(np.float64) / 4.0
-    assert scores.shape == (2, 5, 5), f"expected shape (2, 5, 5), got {scores.shape}: transpose the last two axes of K"
-    assert scores.dtype == np.float32, f"got {scores.dtype}: divide by a Python float (math.sqrt), not np.sqrt"
-    assert np.allclose(scores, expected, rtol=1e-5, atol=1e-6), "wrong values: did you scale by sqrt(d_k) = 4?"
-    return "Exercise 3: correct."
+    if function(20, 2048, 64) is ...:
+        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
+
+    def reaches(rows, ridge, seq_k, d_k):  # FLOPs >= ridge * bytes moved, in exact integers
+        flops = 2 * rows * seq_k * d_k
+        moved = 4 * (rows * d_k + seq_k * d_k + rows * seq_k)  # read q and k, write the scores
+        return flops >= ridge * moved
+
+    for ridge, seq_k, d_k in [(20, 2048, 64), (10, 4096, 32), (20, 2048, 16), (2, 512, 16), (31, 2048, 64)]:
+        answer = function(ridge, seq_k, d_k)
+        if 2 * seq_k * d_k <= 4 * ridge * (d_k + seq_k):  # even infinitely many rows stay below the ridge
+            assert answer is None, (
+                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: you say {answer} rows, but no number of rows reaches it. "
+                "Did you count the bytes of the scores the product writes?"
+            )
+            continue
+        assert isinstance(answer, (int, np.integer)), f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: give a whole number"
+        assert reaches(answer, ridge, seq_k, d_k), f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer} rows fall short"
+        assert answer == 1 or not reaches(answer - 1, ridge, seq_k, d_k), (
+            f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer - 1} rows already reach it"
+        )
+    return "Exercise 3: writing the scores caps the intensity near d_k / 2. correct."
 
 
-print(check_exercise_3(scaled_scores))
+print(check_exercise_3(rows_to_reach))
 
 # %% [markdown]
+# *Solution to exercise 3: the collapsed cell below (click it to open).*
+
+
+# %% jupyter={"source_hidden": true}
+# The prediction: for d_k = 64, 128 rows are just enough (113 is the smallest). For d_k = 16,
+# no number of rows is: every score costs 4 bytes to write and carries only 2 * d_k FLOPs,
+# so the intensity can never exceed 2 * d_k / 4 = d_k / 2 = 8 FLOPs per byte, less than 20.
+# The score product of narrow heads is memory-bound however it is blocked, unless the scores
+# never go to memory at all: FlashAttention keeps them in fast on-chip memory (notebook 08).
+# Solving intensity(rows) >= ridge for rows:
+#   2 r s d >= 4 ridge (r d + s d + r s)   <=>   r (2 s d - 4 ridge (d + s)) >= 4 ridge s d
+def solution_rows_to_reach(ridge, seq_k, d_k):
+    gain = 2 * seq_k * d_k - 4 * ridge * (d_k + seq_k)  # FLOPs minus ridge * bytes, per extra row
+    if gain <= 0:
+        return None
+    return max(1, -(-4 * ridge * seq_k * d_k // gain))  # the ceiling, in exact integers
+
+
+print("rows for d_k 64:", solution_rows_to_reach(20, 2048, 64), " for d_k 16:", solution_rows_to_reach(20, 2048, 16))
+print(check_exercise_3(solution_rows_to_reach))
+
+
+# %% [markdown]
+# ## References
+#
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
+#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 4 compares the cost per
+#   layer of self-attention, $O(n^2 d)$, with recurrent and convolutional layers.
+# - Williams, S., Waterman, A. and Patterson, D. (2009). *Roofline: An Insightful Visual
+#   Performance Model for Multicore Architectures.* Communications of the ACM 52(4), 65-76.
+#   [doi:10.1145/1498765.1498785](https://doi.org/10.1145/1498765.1498785). The roofline of
+#   section 4.
+# - Rabe, M. N. and Staats, C. (2021). *Self-attention Does Not Need $O(n^2)$ Memory.*
+#   [arXiv:2112.05682](https://arxiv.org/abs/2112.05682). Attention in chunks of queries and
+#   keys, in memory that grows with $\sqrt{n}$ or $\log n$ in the sequence.
+# - Dao, T., Fu, D. Y., Ermon, S., Rudra, A. and Ré, C. (2022). *FlashAttention: Fast and
+#   Memory-Efficient Exact Attention with IO-Awareness.* NeurIPS 2022.
+#   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). The same argument on a GPU: count
+#   the bytes moved between memory levels, tile both queries and keys so that the scores
+#   never leave fast memory, and use an online softmax across key tiles
+#   ([notebook 08](08_production.ipynb)).
+# - Goto, K. and van de Geijn, R. A. (2008). *Anatomy of High-Performance Matrix
+#   Multiplication.* ACM Transactions on Mathematical Software 34(3), 12.
+#   [doi:10.1145/1356052.1356053](https://doi.org/10.1145/1356052.1356053). How BLAS blocks a
+#   matrix product for the caches, and why it runs near the compute roof.
+# - Micikevicius, P. et al. (2018). *Mixed Precision Training.* ICLR 2018.
+#   [arXiv:1710.03740](https://arxiv.org/abs/1710.03740). Why training in half precision
+#   keeps float32 master weights.
+#
+# **Read next.** Drepper, U. (2007), *What Every Programmer Should Know About Memory*
+# ([akkadia.org/drepper/cpumemory.pdf](https://akkadia.org/drepper/cpumemory.pdf)), for
+# caches and bandwidth; the Python documentation's page on the GIL and free threading
+# ([docs.python.org/3/glossary.html#term-global-interpreter-lock](https://docs.python.org/3/glossary.html#term-global-interpreter-lock));
+# and `benchmarks/bench_vs_torch.py` in this repository, which compares the engine with
+# `torch.nn.MultiheadAttention` on your machine.
+#
 # ---
-# This is the last notebook of the chapter. To compare against PyTorch on your machine,
-# run `python benchmarks/bench_vs_torch.py` from the repository root.
+# Next: [07_learning_to_attend.ipynb](07_learning_to_attend.ipynb) derives the layer's
+# backward pass and trains it, and [08_production.ipynb](08_production.ipynb) takes the
+# engine's idea further: tiles of keys as well as queries, with an online softmax (as in
+# FlashAttention), and a cache of keys and values for generating text.
