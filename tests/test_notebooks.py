@@ -793,6 +793,44 @@ EXERCISES = EXERCISES_01_03 + [
             ],
         ),
     ),
+    (
+        "08_production",
+        "check_exercise_1",
+        lambda ns: (
+            ns["merge"],
+            ns["solution_merge"],
+            [
+                lambda a, b: (max(a[0], b[0]), a[1] + b[1], a[2] + b[2]),  # no rescaling
+                lambda a, b: (  # the sums rescaled, the outputs not
+                    max(a[0], b[0]),
+                    np.exp(a[0] - max(a[0], b[0])) * a[1] + np.exp(b[0] - max(a[0], b[0])) * b[1],
+                    a[2] + b[2],
+                ),
+                lambda a, b: (lambda m: (  # NaN when both maxima are -inf
+                    m,
+                    np.exp(a[0] - m) * a[1] + np.exp(b[0] - m) * b[1],
+                    np.exp(a[0] - m) * a[2] + np.exp(b[0] - m) * b[2],
+                ))(max(a[0], b[0])),
+            ],
+        ),
+    ),
+    (
+        "08_production",
+        "check_exercise_2",
+        lambda ns: (
+            ns["kv_cache_bytes"],
+            ns["solution_kv_cache_bytes"],
+            [
+                lambda L, kv, d, t, b, by: L * kv * d * t * b * by,  # forgot that K and V are both cached
+                lambda L, kv, d, t, b, by: 2 * L * kv * d * t * by,  # forgot the batch
+            ],
+        ),
+    ),
+    (
+        "08_production",
+        "check_exercise_3",
+        lambda ns: (ns["tiles_prediction"], ns["solution_tiles"], [(64, 8), (36, 0), (28, 8)]),
+    ),
 ]
 
 
