@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from . import _checks
+from . import _checks, grad
 from ._checks import checked, forward_args
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
@@ -65,7 +65,7 @@ class MultiHeadAttention:
         self.d_model, self.num_heads, self.num_kv_heads = _checks.head_counts(d_model, num_heads, num_kv_heads)
         self.d_k = self.d_model // self.num_heads
         rng = np.random.RandomState(_checks.seed(seed))
-        scale = np.sqrt(2.0 / self.d_model)  # He initialisation: keeps the output's scale near the input's
+        scale = np.sqrt(2.0 / self.d_model)  # He initialisation (made for ReLU layers): here it doubles the variance
         width = self.d_model + 2 * self.num_kv_heads * self.d_k  # queries, keys, values
         self.W_qkv = rng.randn(self.d_model, width) * scale  # (d_model, width)
         self.W_o = rng.randn(self.d_model, self.d_model) * scale  # (d_model, d_model)
@@ -144,3 +144,14 @@ class MultiHeadAttention:
     def __repr__(self):
         grouped = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
         return f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}{grouped}, d_k={self.d_k})"
+
+    def vjp(self, x, mask=None):
+        """The forward pass, and a function that runs it backwards: ``output, weights, backward``.
+
+        ``output`` and ``weights`` are :meth:`forward`'s. ``backward(d_output)``, with
+        ``d_output`` the gradient of a loss with respect to ``output``, returns the dict
+        ``{"x": ..., "W_qkv": ..., "W_o": ...}`` of the loss's gradients, each with the shape
+        and dtype of that input. Nothing is stored on the module: call it from any thread.
+        The derivation is in :mod:`mhattn.grad` and notebook 07.
+        """
+        return grad.module_vjp(self, x, mask)

@@ -831,6 +831,17 @@ EXERCISES = EXERCISES_01_03 + [
         "check_exercise_3",
         lambda ns: (ns["tiles_prediction"], ns["solution_tiles"], [(64, 8), (36, 0), (28, 8)]),
     ),
+    (
+        "07_learning_to_attend",
+        "check_exercise_1",
+        lambda ns: (ns["my_softmax_vjp"], ns["solution_softmax_vjp"], [lambda weights, d_weights: weights * d_weights]),
+    ),
+    ("07_learning_to_attend", "check_exercise_2", lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}])),
+    (
+        "07_learning_to_attend",
+        "check_exercise_3",
+        lambda ns: (ns["prediction_3"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
+    ),
 ]
 
 

@@ -1,0 +1,150 @@
+"""One training step of notebook 07's model: mhattn (NumPy, hand-written backward) against PyTorch eager.
+
+    python benchmarks/bench_training.py                    # float32, 2 threads
+    python benchmarks/bench_training.py --threads 1 --dtype float64
+    python benchmarks/bench_training.py --time-to-targets  # also train mhattn until every target is met
+
+A step is: draw a batch (64 sequences of 32 tokens), forward, cross-entropy on the repeated
+half, backward, Adam. Both sides start from the same weights and see the same batches, at
+the same dtype and the same number of threads (NumPy's BLAS through threadpoolctl, torch
+through torch.set_num_threads). PyTorch runs two ways: F.scaled_dot_product_attention with
+is_causal=True (what one would write in PyTorch; its fused kernel never holds the weights),
+and the explicit softmax (the weights materialised, as mhattn does, to plot them).
+
+The sides alternate in rounds, with a pause between them (OpenBLAS threads keep spinning
+for ~0.1 s after a call), and the median over rounds is reported, with the ratio in the same
+run: machine load cancels out of the ratio, not out of the absolute numbers.
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from mhattn.model import InductionModel, induction_batch, measure, repeated_positions, targets
+from mhattn.train import BATCH_SIZE, LEARNING_RATE, Adam, initial_model, keep_freed_memory, loss_and_grads
+
+
+def numpy_stepper(model, dtype):
+    optimizer = Adam(model.parameters(), lr=LEARNING_RATE)
+
+    def step(tokens, n):
+        loss, grads, _ = loss_and_grads(model, tokens, n, dtype)
+        optimizer.step(grads)
+        return loss
+
+    return step
+
+
+def torch_stepper(model, dtype, explicit_softmax):
+    import torch
+    functional = torch.nn.functional
+
+    tdtype = {np.float32: torch.float32, np.float64: torch.float64}[np.dtype(dtype).type]
+    params = {name: torch.tensor(array, dtype=tdtype, requires_grad=True) for name, array in model.parameters().items()}
+    optimizer = torch.optim.Adam(params.values(), lr=LEARNING_RATE)
+    num_layers, num_heads, d_model = len(model.layers), model.num_heads, model.d_model
+    d_k = d_model // num_heads
+    causal = torch.ones(model.max_len, model.max_len, dtype=torch.bool).tril()
+
+    def attention(h, W_qkv, W_o):
+        batch, seq_len, _ = h.shape
+        q, k, v = (h @ W_qkv).view(batch, seq_len, 3, num_heads, d_k).permute(2, 0, 3, 1, 4)
+        if explicit_softmax:
+            scores = (q @ k.transpose(-1, -2)) / d_k**0.5
+            weights = scores.masked_fill(~causal[:seq_len, :seq_len], float("-inf")).softmax(dim=-1)
+            heads = weights @ v
+        else:
+            heads = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return heads.transpose(1, 2).reshape(batch, seq_len, d_model) @ W_o
+
+    def step(tokens, n):
+        tokens_t = torch.from_numpy(tokens)
+        scored = torch.from_numpy(repeated_positions(n, tokens.shape[1])[:, :-1])
+        h = params["embed"][tokens_t] + params["pos"][: tokens.shape[1]]
+        for i in range(num_layers):
+            h = h + attention(h, params[f"layer{i}.W_qkv"], params[f"layer{i}.W_o"])
+        logits = (h @ params["unembed"])[:, :-1]
+        loss = functional.cross_entropy(logits[scored], tokens_t[:, 1:][scored])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    return step
+
+
+def median_step_seconds(step, batches, repeats):
+    times = []
+    for tokens, n in batches[:repeats]:
+        start = time.perf_counter()
+        step(tokens, n)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def time_to_targets(dtype, seed, check_every=50, max_steps=4000):
+    """Train mhattn until every target holds (checked every ``check_every`` steps); training time only."""
+    model = initial_model(2, seed)  # what train(seed=seed) starts from, and its batches
+    data = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
+    step = numpy_stepper(model, dtype)
+    seconds = 0.0
+    for i in range(1, max_steps + 1):
+        tokens, n = induction_batch(data, BATCH_SIZE)
+        start = time.perf_counter()
+        step(tokens, n)
+        seconds += time.perf_counter() - start
+        if i % check_every == 0 and all(targets(measure(model)).values()):
+            return i, seconds
+    return None, seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=40, help="steps per side per round")
+    parser.add_argument("--time-to-targets", action="store_true")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--default-malloc", action="store_true", help="skip keep_freed_memory() (both sides slow down)")
+    args = parser.parse_args()
+    malloc = "glibc defaults" if args.default_malloc else f"keep_freed_memory() -> {keep_freed_memory()}"
+
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(args.threads)
+    dtype = np.dtype(args.dtype).type
+    with threadpool_limits(args.threads):
+        batches = [induction_batch(np.random.default_rng(i), BATCH_SIZE) for i in range(args.steps)]
+        sides = {
+            "mhattn (NumPy)": numpy_stepper(InductionModel(2, seed=0), dtype),
+            "torch eager, F.scaled_dot_product_attention": torch_stepper(InductionModel(2, seed=0), dtype, False),
+            "torch eager, explicit softmax": torch_stepper(InductionModel(2, seed=0), dtype, True),
+        }
+        for step in sides.values():  # warm up: first calls allocate, torch builds its kernels
+            median_step_seconds(step, batches, 5)
+        results = {name: [] for name in sides}
+        for _ in range(args.rounds):
+            for name, step in sides.items():
+                time.sleep(0.2)
+                results[name].append(median_step_seconds(step, batches, args.steps))
+        medians = {name: statistics.median(times) for name, times in results.items()}
+
+        print(f"one training step (batch {BATCH_SIZE}, 2 layers, d_model 64, 4 heads), {args.dtype}, "
+              f"{args.threads} thread(s), median of {args.rounds} rounds x {args.steps} steps; malloc: {malloc}")
+        reference = medians["torch eager, F.scaled_dot_product_attention"]
+        for name, seconds in medians.items():
+            print(f"  {name:46s} {seconds * 1e3:7.2f} ms/step  {1 / seconds:6.1f} steps/s  "
+                  f"{seconds / reference:5.2f}x torch sdpa")
+        if args.time_to_targets:
+            steps, seconds = time_to_targets(dtype, args.seed)
+            print(f"mhattn, seed {args.seed}: every target met after {steps} steps, {seconds:.1f} s of training "
+                  f"(checked every 50 steps; torch at its step time would need "
+                  f"{steps * reference if steps else float('nan'):.1f} s for as many steps)")
+
+
+if __name__ == "__main__":
+    main()
