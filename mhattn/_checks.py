@@ -42,18 +42,13 @@ def checked(check_arguments, *, results_finite=True):
     """
 
     def decorate(function):
-        signature = inspect.signature(function)
+        bind = _binder(function)
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
             if sys._getframe(1).f_globals.get("__name__", "").startswith(_PACKAGE):  # the package's own call
                 return function(*args, **kwargs)
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError as error:
-                raise TypeError(f"{function.__qualname__}(): {error}") from None
-            bound.apply_defaults()
-            arguments, result_dtype = check_arguments(**bound.arguments)
+            arguments, result_dtype = check_arguments(**bind(args, kwargs))
             cache = arguments.get("kv_cache")
             cached = None if cache is None else len(cache)
             try:
@@ -67,6 +62,34 @@ def checked(check_arguments, *, results_finite=True):
         return wrapper
 
     return decorate
+
+
+def _binder(function):
+    """A fast ``inspect.Signature.bind`` for ``function``: ``bind(args, kwargs)`` -> every argument by name.
+
+    The common call (known names, nothing missing) costs a dict update instead of the ~5 us
+    of ``Signature.bind``; anything else goes through ``Signature.bind`` for its exact message.
+    """
+    signature = inspect.signature(function)
+    parameters = signature.parameters.values()
+    positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+    defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
+    names = set(signature.parameters)
+
+    def bind(args, kwargs):
+        arguments = dict(zip(positional, args, strict=False))  # fewer args than names: the rest by keyword
+        if len(args) <= len(positional) and names.issuperset(kwargs) and arguments.keys().isdisjoint(kwargs):
+            arguments = defaults | arguments | kwargs
+            if len(arguments) == len(names):
+                return arguments
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{function.__qualname__}(): {error}") from None
+        bound.apply_defaults()
+        return bound.arguments
+
+    return bind
 
 
 def _finish(name, result, result_dtype, results_finite):

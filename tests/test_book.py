@@ -104,7 +104,7 @@ def site_url(site):
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # closed before other modules start their own Playwright (one per thread at a time)
 def browser():
     reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
     require(reason or missing([("playwright", "pip install playwright"), *BOOK_TOOLS]))

@@ -14,6 +14,7 @@ import ast
 import base64
 import gc
 import html
+import inspect
 import io
 import itertools
 import json
@@ -578,8 +579,10 @@ def explorer_call(source):
 def test_stored_notebooks_hold_a_static_copy_of_each_explorer_s_first_picture(name):
     """GitHub, nbviewer and JupyterLab before trusting show this copy: it must be the explorer's first frame.
 
-    Rendered on another machine (another BLAS, another matplotlib), a few pixels may differ:
-    at most 2% of them by more than 16 levels. A frame of other settings differs in far more.
+    Rendered on another machine (another BLAS, another matplotlib), some pixels may differ: with
+    matplotlib 3.8.4 (our lower bound) about 4% of them by more than 16 levels, where this
+    repository's own renders match exactly. So the copy must be at most half as far from a fresh
+    first frame as from the first frame of the next seed (which differs in about 12%).
     """
     found = explorer_outputs(ROOT / "notebooks" / name)
     assert found, f"{name} shows no explorer"
@@ -589,8 +592,19 @@ def test_stored_notebooks_hold_a_static_copy_of_each_explorer_s_first_picture(na
         stored = png_pixels(base64.b64decode(png))
         fresh = png_pixels(explorer(**explorer_call(source)).image.value)
         assert stored.shape == fresh.shape == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI), 3)
-        differs = (np.abs(stored.astype(int) - fresh.astype(int)).max(axis=-1) > 16).mean()
-        assert differs < 0.02, f"{name}: {differs:.1%} of the static copy's pixels differ from the first frame"
+        settings = explorer_call(source)
+        next_seed = settings.get("seed", inspect.signature(explorer).parameters["seed"].default) + 1
+        other = png_pixels(explorer(**(settings | {"seed": next_seed})).image.value)
+        differs, differs_from_other = (pixels_apart(stored, frame) for frame in (fresh, other))
+        assert differs < differs_from_other / 2, (
+            f"{name}: {differs:.1%} of the static copy's pixels differ from the first frame "
+            f"({differs_from_other:.1%} from the next seed's)"
+        )
+
+
+def pixels_apart(one, other):
+    """The fraction of pixels whose colour differs by more than 16 levels in some channel."""
+    return (np.abs(one.astype(int) - other.astype(int)).max(axis=-1) > 16).mean()
 
 
 def test_other_settings_would_not_pass_for_the_first_frame():
