@@ -24,6 +24,7 @@ a KeyboardInterrupt), the cache is put back as it was, so a retry does not cache
 
 import functools
 import inspect
+import math
 import numbers
 import sys
 
@@ -267,7 +268,37 @@ def attention_args(Q, K, V, mask, dropout_p, rng):
     mask = mask_array(mask, leading + (Q.shape[-2], K.shape[-2]))
     dropout_p, rng = dropout(dropout_p, rng)
     arrays = {name: a.astype(dtype, copy=False) for name, a in (("Q", Q), ("K", K), ("V", V))}
+    scores_fit("scaled_dot_product_attention", arrays["Q"], arrays["K"], mask)
     return arrays | {"mask": mask, "dropout_p": dropout_p, "rng": rng}, result_dtype
+
+
+def _may_overflow(Q, K):
+    """Could some ``q . k / sqrt(d_k)`` overflow? Cauchy-Schwarz: ``|q . k| <= d_k max|q| max|k|``."""
+    if Q.size == 0 or K.size == 0:
+        return False
+    bound = math.sqrt(Q.shape[-1]) * float(np.abs(Q).max()) * float(np.abs(K).max())
+    return not bound < float(np.finfo(Q.dtype).max) / 2
+
+
+def scores_fit(name, Q, K, mask):
+    """Raise ``FloatingPointError`` if a score a query may attend to overflows ``Q``'s dtype.
+
+    A score that overflows to ``+inf`` shows up as NaN in the result, which the decorator
+    reports; one that overflows to ``-inf`` would not: a row whose every allowed score is
+    ``-inf`` looks fully masked, and would silently get zeros. So when the bound says it
+    could happen (inputs beyond about 1e19 in float32), the scores are computed here first.
+    """
+    if not _may_overflow(Q, K):
+        return
+    with np.errstate(all="ignore"):
+        scores = Q @ K.swapaxes(-1, -2) / math.sqrt(Q.shape[-1])
+    overflowed = ~np.isfinite(scores) if mask is None else ~np.isfinite(scores) & mask
+    if overflowed.any():
+        wider = " or compute in float64" if Q.dtype.itemsize < 8 else ""
+        raise FloatingPointError(
+            f"{name} overflowed {Q.dtype}: the inputs are finite, but a score q.k/sqrt(d_k) went beyond "
+            f"{float(np.finfo(Q.dtype).max):.3g}. Scale the inputs down{wider}."
+        )
 
 
 def dropout(dropout_p, rng):
@@ -339,7 +370,8 @@ def weight(name, value, shape, dtype):
     array = real_array(name, value)
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got shape {array.shape}")
-    cast = array.astype(dtype, copy=False)
+    with np.errstate(over="ignore"):  # an overflow in the cast is reported just below
+        cast = array.astype(dtype, copy=False)
     if not np.isfinite(cast).all():
         if np.isfinite(array).all():
             raise ValueError(f"{name} overflows {dtype}: its largest entry {np.abs(array).max():.3g} is finite in "
@@ -377,7 +409,18 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
     mask = mask_array(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
     if context is not None:
         context = context.astype(dtype, copy=False)
-    arguments = {"self": self, "x": x.astype(dtype, copy=False), "mask": mask, "need_weights": need_weights}
+    x = x.astype(dtype, copy=False)
+    if kv_cache is None:  # (a cache's keys come from earlier calls, each checked when it was made)
+        W_qkv = self.weights(dtype)[0]
+        source = x if context is None else context
+        Q = x @ W_qkv[:, : self.d_model]
+        K = source @ W_qkv[:, self.d_model : self.d_model + self.num_kv_heads * self.d_k]
+        if _may_overflow(Q, K):  # rare: only then are the heads' scores computed here
+            group = self.num_heads // self.num_kv_heads
+            Q = Q.reshape(Q.shape[:2] + (self.num_heads, self.d_k)).transpose(0, 2, 1, 3)
+            K = K.reshape(K.shape[:2] + (self.num_kv_heads, self.d_k)).transpose(0, 2, 1, 3).repeat(group, axis=1)
+            scores_fit("MultiHeadAttention.forward", Q, K, mask)
+    arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights}
     return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype
 
 

@@ -128,7 +128,7 @@ def test_scores_that_overflow_raise_like_the_teaching_path():
     K = K * 1e200
     with pytest.raises(FloatingPointError):
         scaled_dot_product_attention(Q, K, V)
-    with pytest.raises(FloatingPointError, match="scores Q @ K.T / sqrt\\(d_k\\) overflow float64"):
+    with pytest.raises(FloatingPointError, match="overflowed float64: .* a score q.k/sqrt\\(d_k\\) went beyond"):
         flash_attention(Q, K, V)
 
 

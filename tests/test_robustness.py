@@ -321,3 +321,18 @@ def test_a_failed_decoding_step_leaves_the_cache_as_it_was():
     mha.W_qkv = good_W_qkv
     stepwise = np.concatenate([mha(x[:, 2:5], kv_cache=cache)[0], mha(x[:, 5:], kv_cache=cache)[0]], axis=1)
     np.testing.assert_allclose(stepwise, mha(x, causal_mask(6))[0][:, 2:], rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("call", ["attention", "module"])
+def test_scores_overflowing_to_minus_infinity_raise_instead_of_looking_masked(call):
+    """q.k = -8e40: every allowed score is -inf in float32, which looked like a fully masked row (zeros)."""
+    Q = np.full((1, 3, 8), 1e20, np.float32)
+    if call == "attention":
+        with pytest.raises(FloatingPointError, match="overflowed float32.*a score"):
+            scaled_dot_product_attention(Q, -Q, np.ones((1, 3, 2), np.float32))
+        return
+    mha = MultiHeadAttention(8, 2)
+    mha.W_qkv = np.hstack([np.eye(8), -np.eye(8), np.eye(8)]) * 1e10  # K = -Q, both ~1e10 x
+    with pytest.raises(FloatingPointError, match="overflowed float32.*a score"):
+        mha(np.full((1, 3, 8), 1e10, np.float32))
+    mha(np.full((1, 3, 8), 1e10))  # float64 holds the scores (~1e41): no error
