@@ -280,6 +280,25 @@ def _may_overflow(Q, K):
     return not bound < float(np.finfo(Q.dtype).max) / 2
 
 
+def _projected_scores_may_overflow(self, x, source, dtype):
+    """A cheap bound on the module's scores, with no projection computed.
+
+    ``|q_h| <= |x_i| ||W_q||_F`` and ``|k_h| <= |s_j| ||W_k||_F``, so every score is at most
+    ``max|x_i| ||W_q||_F max|s_j| ||W_k||_F / sqrt(d_k)``: one pass over the tokens.
+    """
+    if x.size == 0 or source.size == 0:
+        return False
+    W_qkv = np.asarray(self.W_qkv)
+    if W_qkv.dtype.kind not in "fiu" or W_qkv.ndim != 2:  # forward's own weight check reports it
+        return False
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: an inf bound, then the exact check
+        d_model, kv_width = self.d_model, self.num_kv_heads * self.d_k
+        W_q, W_k = W_qkv[:, :d_model], W_qkv[:, d_model : d_model + kv_width]
+        longest = [math.sqrt(float(np.einsum("...d,...d->...", a, a).max())) for a in (x, source)]
+        bound = longest[0] * np.linalg.norm(W_q) * longest[1] * np.linalg.norm(W_k) / math.sqrt(self.d_k)
+    return not bound < float(np.finfo(dtype).max) / 2
+
+
 def scores_fit(name, Q, K, mask):
     """Raise ``FloatingPointError`` if a score a query may attend to overflows ``Q``'s dtype.
 
@@ -370,7 +389,10 @@ def weight(name, value, shape, dtype):
     array = real_array(name, value)
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got shape {array.shape}")
-    with np.errstate(over="ignore"):  # an overflow in the cast is reported just below
+    if array.dtype.itemsize > np.dtype(dtype).itemsize:
+        with np.errstate(over="ignore"):  # an overflow in the cast is reported just below
+            cast = array.astype(dtype)
+    else:
         cast = array.astype(dtype, copy=False)
     if not np.isfinite(cast).all():
         if np.isfinite(array).all():
@@ -410,12 +432,12 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
     if context is not None:
         context = context.astype(dtype, copy=False)
     x = x.astype(dtype, copy=False)
-    if kv_cache is None:  # (a cache's keys come from earlier calls, each checked when it was made)
+    source = x if context is None else context
+    if kv_cache is None and _projected_scores_may_overflow(self, x, source, dtype):  # rare: then check exactly
         W_qkv = self.weights(dtype)[0]
-        source = x if context is None else context
         Q = x @ W_qkv[:, : self.d_model]
         K = source @ W_qkv[:, self.d_model : self.d_model + self.num_kv_heads * self.d_k]
-        if _may_overflow(Q, K):  # rare: only then are the heads' scores computed here
+        if _may_overflow(Q, K):  # only then are the heads' scores computed here
             group = self.num_heads // self.num_kv_heads
             Q = Q.reshape(Q.shape[:2] + (self.num_heads, self.d_k)).transpose(0, 2, 1, 3)
             K = K.reshape(K.shape[:2] + (self.num_kv_heads, self.d_k)).transpose(0, 2, 1, 3).repeat(group, axis=1)
