@@ -15,6 +15,7 @@ import io
 import math
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 import tokenize
@@ -856,3 +857,33 @@ def test_exercise_check_accepts_the_answer_and_rejects_mistakes(run_notebook, na
         with pytest.raises(AssertionError):
             check(wrong)
             pytest.fail(f"wrong answer {index} was accepted")
+
+
+# Every exercise of every chapter notebook: a "..." to replace, a check that says "not yet",
+# then a collapsed, executed solution that passes the same check --------------------------------
+
+
+@pytest.mark.parametrize("name", [name for name in notebook_names(NOTEBOOKS) if name[:2].isdigit()])
+def test_every_exercise_has_a_placeholder_a_check_and_a_collapsed_executed_solution(name):
+    code = [cell for cell in read_ipynb(name).cells if cell.cell_type == "code"]
+    checks = [index for index, cell in enumerate(code) if cell.source.startswith("def check_exercise_")]
+    assert len(checks) >= 2, f"{name} has {len(checks)} exercises"
+    for number, index in enumerate(checks, start=1):
+        assert f"def check_exercise_{number}(" in code[index].source
+        reader, check, solution = code[index - 1], code[index], code[index + 1]
+        assert "..." in reader.source, f"exercise {number}: the reader's cell should hold the placeholder ..."
+        printed = "".join(output.get("text", "") for output in check.outputs if output.output_type == "stream")
+        assert f"Exercise {number}: not yet" in printed, f"exercise {number}: {printed!r}"
+        assert solution.metadata.get("jupyter", {}).get("source_hidden") is True, f"exercise {number}: not collapsed"
+        runs_the_check = re.search(rf"check_exercise_{number}\(\(?solution_", solution.source)
+        assert runs_the_check, f"exercise {number}: the solution should run through the same check"
+        printed = "".join(output.get("text", "") for output in solution.outputs if output.output_type == "stream")
+        assert re.search(rf"Exercise {number}: .*correct\.\n", printed), f"exercise {number}: {printed!r}"
+
+
+@pytest.mark.parametrize("name", [name for name in notebook_names(NOTEBOOKS) if name[:2].isdigit()])
+def test_every_chapter_notebook_ends_with_references(name):
+    markdown = [cell.source for cell in read_ipynb(name).cells if cell.cell_type == "markdown"]
+    assert any("## References" in source for source in markdown[-3:]), f"{name}: no References section at its end"
+    text = "\n".join(markdown)
+    assert "Vaswani" in text[text.index("## References") :], f"{name}: its references should include Vaswani et al."
