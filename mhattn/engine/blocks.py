@@ -103,15 +103,8 @@ def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=Tru
     to ``(..., seq_q, seq_k)``.
     """
     dtype = np.result_type(Q, K, V)
-    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    lead = leading or (1,)  # at least one leading axis (its last one is usually the heads)
-    (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
-    # Views that give every array the same leading axes (no copies).
-    Q = np.broadcast_to(Q, lead + (seq_q, d_k))
-    K = np.broadcast_to(K.astype(dtype, copy=False), lead + (seq_k, d_k))
-    V = np.broadcast_to(V.astype(dtype, copy=False), lead + (seq_k, d_v))
-    if mask is not None:
-        mask = np.broadcast_to(mask, lead + (seq_q, seq_k))
+    leading, (Q, K, V, mask) = same_leading_axes(Q, K, V, mask, dtype)  # views, with >= 1 leading axis
+    lead, (seq_q, d_k), seq_k, d_v = Q.shape[:-2], Q.shape[-2:], K.shape[-2], V.shape[-1]
     output = np.empty(lead + (seq_q, d_v), dtype=dtype)  # (..., seq_q, d_v)
     weights = np.empty(lead + (seq_q, seq_k), dtype=dtype) if need_weights else None  # (..., seq_q, seq_k)
 
@@ -126,6 +119,23 @@ def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=Tru
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], None if weights is None else weights[0]
     return output, weights
+
+
+def same_leading_axes(Q, K, V, mask, dtype):
+    """Views of ``Q, K, V, mask`` with the same leading axes, at least one; K and V in ``dtype``.
+
+    Returns ``(leading, (Q, K, V, mask))``: ``leading`` is the broadcast leading shape of the
+    inputs (``()`` for 2-D inputs, whose results drop the axis added here). No copies, except
+    K or V cast to ``dtype``. Shared by the query blocks and :mod:`mhattn.engine.flash`.
+    """
+    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    lead = leading or (1,)  # at least one leading axis (its last one is usually the heads)
+    (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
+    Q = np.broadcast_to(Q, lead + (seq_q, d_k))
+    K = np.broadcast_to(K.astype(dtype, copy=False), lead + (seq_k, d_k))
+    V = np.broadcast_to(V.astype(dtype, copy=False), lead + (seq_k, d_v))
+    mask = None if mask is None else np.broadcast_to(mask, lead + (seq_q, seq_k))
+    return leading, (Q, K, V, mask)
 
 
 def _block_shape(num_heads, seq_q, seq_k, block_size):

@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 from .. import _checks
+from .blocks import same_leading_axes
 
 # Scores per tile: 2**17 float32 scores (512 KiB) stay in a core's L2 cache through every
 # pass over the tile. Key tiles of KEY_TILE keys; query tiles fill the rest.
@@ -121,15 +122,8 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     """
     dtype = np.result_type(Q, K, V)
     work = np.float32 if dtype == np.float16 else dtype  # float16 has too few digits to sum seq_k terms
-    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    lead = leading or (1,)  # at least one leading axis (its last one is usually the heads)
-    (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
-    # Views that give every array the same leading axes (no copies).
-    Q = np.broadcast_to(Q, lead + (seq_q, d_k))
-    K = np.broadcast_to(K.astype(work, copy=False), lead + (seq_k, d_k))
-    V = np.broadcast_to(V.astype(work, copy=False), lead + (seq_k, d_v))
-    if mask is not None:
-        mask = np.broadcast_to(mask, lead + (seq_q, seq_k))
+    leading, (Q, K, V, mask) = same_leading_axes(Q, K, V, mask, work)  # views, with >= 1 leading axis
+    lead, (seq_q, d_k), seq_k, d_v = Q.shape[:-2], Q.shape[-2:], K.shape[-2], V.shape[-1]
     output = np.empty(lead + (seq_q, d_v), dtype=work)  # (..., seq_q, d_v)
     lse = np.empty(lead + (seq_q,), dtype=work)  # (..., seq_q)
 
