@@ -22,7 +22,7 @@ forward                           backward (this module)
 ================================  ========================================
 
 Every function here is checked against central finite differences and against PyTorch's
-autograd in ``tests/test_grad.py``; notebook 07 derives them.
+autograd in ``tests/test_grad.py``; notebook 09 derives them.
 """
 
 import math

@@ -6,7 +6,7 @@
   two sequences of random token vectors. Controls: ``seq_len``, ``d_model``, ``num_heads``,
   the mask and the random seed.
 - **trained (induction)**: the chapter's trained two-layer, attention-only model
-  (:mod:`mhattn.model`, notebook 07) reading letters typed into the ``tokens`` box
+  (:mod:`mhattn.model`, notebook 09) reading letters typed into the ``tokens`` box
   (``a`` is token 0, ``b`` token 1, ...). Controls: the tokens and the layer shown.
 
 Only the controls of the current choice are shown. Below them: a readout, and a picture
@@ -283,7 +283,7 @@ class Explorer(widgets.VBox):
         self.trained_weights = _ToggleButtons(
             options=WEIGHTS, value=trained, style={"button_width": "150px"}, layout=widgets.Layout(width="auto"),
             tooltips=("a freshly initialised layer on random token vectors",
-                      "the chapter's trained two-layer model (notebook 07) on letters you type"),
+                      "the chapter's trained two-layer model (notebook 09) on letters you type"),
         )
         self.seq_len = _IntSlider(
             value=seq_len, min=MIN_SEQ_LEN, max=MAX_SEQ_LEN, description="seq_len",
@@ -702,7 +702,7 @@ class Explorer(widgets.VBox):
 
     def _explanation_html(self, seq_len):
         if self.trained_weights.value:
-            text = ("The chapter's trained model (notebook 07): two layers of attention, no MLP, trained to continue "
+            text = ("The chapter's trained model (notebook 09): two layers of attention, no MLP, trained to continue "
                     "sequences of random letters that repeat. It reads the letters in the tokens box. Once a letter "
                     "repeats, induction heads in layer 1 look from it to the letter that followed its earlier "
                     "occurrence, and that letter is the model's guess for what comes next: type a b c d x a b c and "

@@ -97,7 +97,7 @@ FIGURES.mkdir(exist_ok=True)
 # (queries from `x`, keys and values from another sequence, such as an encoder's output);
 # `kv_cache` keeps the keys and values of earlier tokens when a model generates one token
 # at a time; `num_kv_heads < num_heads` lets several query heads share one key/value head.
-# [Notebook 08](08_production.ipynb) builds each of them. In this notebook `context` and
+# [Notebook 10](10_production.ipynb) builds each of them. In this notebook `context` and
 # `kv_cache` are None and `group` is 1.
 
 # %%
@@ -619,7 +619,7 @@ print(check_exercise_3(solution_permute_heads))
 # (only the counts that divide `d_model` are offered), switch the mask between none, causal and
 # padding, and watch the heatmaps and the readout of row sums redraw. The explorer draws its own
 # random tokens and weights from its seed, so its pictures differ from the ones above. Its
-# `weights` switch also shows the trained two-layer model of notebook 07, whose heads do mean
+# `weights` switch also shows the trained two-layer model of notebook 09, whose heads do mean
 # something. (Where no Python runs, on GitHub for instance, you see a still picture of the first
 # frame; open the notebook in JupyterLab or on Binder to move the controls.)
 

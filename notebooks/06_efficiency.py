@@ -15,8 +15,8 @@
 # %% [markdown]
 # # 6. Efficiency: the same numbers, faster and in less memory
 #
-# > **Optional: systems material.** You can skip it on a first reading: notebook 07 does not
-# > need it, and notebook 08 recalls the one idea it builds on. It is about how the
+# > **Optional: systems material.** You can skip it on a first reading: notebook 09 does not
+# > need it, and notebook 10 recalls the one idea it builds on. It is about how the
 # > computation meets the machine: how many
 # > operations a forward pass takes, what limits how fast NumPy can do them (memory
 # > bandwidth, cache sizes, BLAS threads, Python's GIL), and the *engine*, `mhattn.engine`,
@@ -772,7 +772,7 @@ print(check_exercise_3(rows_to_reach))
 # no number of rows is: every score costs 4 bytes to write and carries only 2 * d_k FLOPs,
 # so the intensity can never exceed 2 * d_k / 4 = d_k / 2 = 8 FLOPs per byte, less than 20.
 # The score product of narrow heads is memory-bound however it is blocked, unless the scores
-# never go to memory at all: FlashAttention keeps them in fast on-chip memory (notebook 08).
+# never go to memory at all: FlashAttention keeps them in fast on-chip memory (notebook 10).
 # Solving intensity(rows) >= ridge for rows:
 #   2 r s d >= 4 ridge (r d + s d + r s)   <=>   r (2 s d - 4 ridge (d + s)) >= 4 ridge s d
 def solution_rows_to_reach(ridge, seq_k, d_k):
@@ -805,7 +805,7 @@ print(check_exercise_3(solution_rows_to_reach))
 #   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). The same argument on a GPU: count
 #   the bytes moved between memory levels, tile both queries and keys so that the scores
 #   never leave fast memory, and use an online softmax across key tiles
-#   ([notebook 08](08_production.ipynb)).
+#   ([notebook 10](10_production.ipynb)).
 # - Goto, K. and van de Geijn, R. A. (2008). *Anatomy of High-Performance Matrix
 #   Multiplication.* ACM Transactions on Mathematical Software 34(3), 12.
 #   [doi:10.1145/1356052.1356053](https://doi.org/10.1145/1356052.1356053). How BLAS blocks a
@@ -822,7 +822,7 @@ print(check_exercise_3(solution_rows_to_reach))
 # `torch.nn.MultiheadAttention` on your machine.
 #
 # ---
-# Next: [07_learning_to_attend.ipynb](07_learning_to_attend.ipynb) derives the layer's
-# backward pass and trains it, and [08_production.ipynb](08_production.ipynb) takes the
+# Next: [09_learning_to_attend.ipynb](09_learning_to_attend.ipynb) derives the layer's
+# backward pass and trains it, and [10_production.ipynb](10_production.ipynb) takes the
 # engine's idea further: tiles of keys as well as queries, with an online softmax (as in
 # FlashAttention), and a cache of keys and values for generating text.

@@ -21,7 +21,7 @@
 # - **untrained**: one `MultiHeadAttention` layer from `mhattn`, with fresh random weights,
 #   applied to a batch of two sequences of random token vectors. The tokens and the weights
 #   come from two independent random streams of the same seed.
-# - **trained (induction)**: the chapter's tiny trained model ([notebook 07](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/07_learning_to_attend.ipynb)),
+# - **trained (induction)**: the chapter's tiny trained model ([notebook 09](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/09_learning_to_attend.ipynb)),
 #   two layers of attention, reading the letters you type (`a` is token 0, `b` token 1, ...).
 #
 # Change a setting and everything below redraws:
@@ -70,7 +70,7 @@ explorer()
 #    where do the last three rows (the repeated `a b c`) put their weight? Compare the
 #    model's guesses after the first `a b c` with those after the second.
 # 8. **Layer 0.** Show layer 0. Which head has the highest previous-token score? Why does
-#    the induction head in layer 1 need a layer before it (notebook 07 trains a one-layer
+#    the induction head in layer 1 need a layer before it (notebook 09 trains a one-layer
 #    model to find out)?
 # 9. **Your own sequence.** Type a few random letters, then the same letters again
 #    (`q m f z t q m f z t`). Does the induction score depend on which letters you chose?
@@ -80,6 +80,6 @@ explorer()
 # (masks), [notebook 03](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/03_splitting_heads.ipynb) (heads),
 # [notebook 04](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/04_multi_head_attention.ipynb) (the layer),
 # [notebook 05](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/05_embedding_shift.ipynb) (the PCA picture) and
-# [notebook 07](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/07_learning_to_attend.ipynb) (the trained model). The links lead to GitHub,
+# [notebook 09](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/09_learning_to_attend.ipynb) (the trained model). The links lead to GitHub,
 # so that they work the same here, in JupyterLab and in the Voila app; in JupyterLab the
 # notebooks are also in the file browser, next to this one.

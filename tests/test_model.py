@@ -145,7 +145,7 @@ def test_typed_letters_light_up_the_induction_head(trained, result):
     """The explorer's example: on the repeat of "a b c d x", the induction heads look right after the earlier copy.
 
     The repeat starts at position 0, as in training (the model learned that the first copy
-    sits at the start; notebook 07 shows a later repeat failing).
+    sits at the start; notebook 09 shows a later repeat failing).
     """
     tokens = encode_letters("a b c d x a b c")
     logits, weights = trained.forward(tokens)

@@ -795,7 +795,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "08_production",
+        "10_production",
         "check_exercise_1",
         lambda ns: (
             ns["merge"],
@@ -816,7 +816,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "08_production",
+        "10_production",
         "check_exercise_2",
         lambda ns: (
             ns["kv_cache_bytes"],
@@ -828,18 +828,18 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "08_production",
+        "10_production",
         "check_exercise_3",
         lambda ns: (ns["tiles_prediction"], ns["solution_tiles"], [(64, 8), (36, 0), (28, 8)]),
     ),
     (
-        "07_learning_to_attend",
+        "09_learning_to_attend",
         "check_exercise_1",
         lambda ns: (ns["my_softmax_vjp"], ns["solution_softmax_vjp"], [lambda weights, d_weights: weights * d_weights]),
     ),
-    ("07_learning_to_attend", "check_exercise_2", lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}])),
+    ("09_learning_to_attend", "check_exercise_2", lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}])),
     (
-        "07_learning_to_attend",
+        "09_learning_to_attend",
         "check_exercise_3",
         lambda ns: (ns["prediction_3"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
     ),

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 7. Learning to attend
+# # 9. Learning to attend
 #
 # Every weight in notebooks 01-06 was random, and notebook 04 warned more than once that its
 # heatmaps "mean nothing yet". This notebook trains the module. It derives the backward pass

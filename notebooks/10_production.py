@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 8. The layer in production
+# # 10. The layer in production
 #
 # The chapter's `MultiHeadAttention` is the layer of every Transformer. The one that serves a
 # language model computes the same numbers, but four ideas make it affordable. This
@@ -304,7 +304,7 @@ print("extra memory the same (within 1 KiB) from 512 to 4096, with or without is
 #
 # ## 2. What a backward pass needs: the log-sum-exp
 #
-# Training needs gradients, and notebook 07's `attention_vjp` uses the weights $P$. FlashAttention
+# Training needs gradients, and notebook 09's `attention_vjp` uses the weights $P$. FlashAttention
 # never stores $P$ (that is the whole point), so its backward must rebuild it, tile by
 # tile. One number per query row makes that possible: the row's *log-sum-exp*,
 #
