@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI: the declared lower bounds must be true. On the lowest supported Python, install every
-# direct dependency (pyproject.toml's dependencies and the test extra, with the book extra it
-# pulls in) at exactly its declared minimum, then run the unit tests (no nbval, no browser,
-# no Binder replay). A bound that does not install, import or pass fails this job.
+# direct dependency (pyproject.toml's dependencies and the test extra, with the chapter and
+# book extras it pulls in) at exactly its declared minimum, then run the unit tests (no
+# browser, no Binder replay) and nbval over every notebook. A bound that does not install,
+# import or pass fails this job, and so does a tracked file that the run changed.
 #
 #   PYTHON=/path/to/python3.10 bash .ci/min_versions.sh    # default: pyenv's 3.10.13
 set -euo pipefail
@@ -12,6 +13,7 @@ PYTHON=${PYTHON:-/root/.pyenv/versions/3.10.13/bin/python}
 VENV=${VENV:-build/venv-min}
 
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 10), sys.version' # the lowest requires-python
+status_before=$(git status --porcelain 2>/dev/null || true)
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
 
@@ -27,7 +29,7 @@ with open("pyproject.toml", "rb") as f:
     project = tomllib.load(f)["project"]
 name = project["name"]
 requirements, extras, seen = list(project["dependencies"]), ["test"], set()
-while extras:  # the test extra, and the extras it names (mhattn[book])
+while extras:  # the test extra, and the extras it names (mhattn[chapter,book])
     extra = extras.pop()
     if extra in seen:
         continue
@@ -52,11 +54,26 @@ start=$SECONDS
 echo "+ installed in $((SECONDS - start)) s"
 "$VENV/bin/python" -m pip check
 
-# The unit tests. `-o addopts=` drops pyproject's --nbval options (nbval re-runs the notebooks:
-# the main CI job does that); the browser, book-site and Binder tests need Chromium and
-# minutes, and run in the main job.
+# The unit tests, and nbval over every notebook (conftest.py switches it on): the stored
+# outputs must come out the same at the minimum versions. The browser, book-site and Binder
+# tests need Chromium and minutes, and run in the main job.
 # CI is unset here: torch has no local wheel for Python 3.10 (it would download gigabytes), so
 # its comparisons skip in this job; the main job runs them with CI=true, where they must run.
-env -u CI "$VENV/bin/python" -m pytest -q -o addopts="-ra --strict-markers" -p no:cacheprovider tests \
-  --ignore=tests/test_browser.py --ignore=tests/test_book.py --ignore=tests/test_binder.py
+tests_start=$SECONDS
+tests_status=0
+env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests notebooks \
+  --ignore=tests/test_browser.py --ignore=tests/test_book.py --ignore=tests/test_binder.py \
+  --ignore=tests/test_book_explorer.py || tests_status=$?
+echo "+ tests and notebooks took $((SECONDS - tests_start)) s"
+
+# Nothing the tests ran may change a tracked file (figures are written only by refresh.sh).
+status_after=$(git status --porcelain 2>/dev/null || true)
+if [ "$status_after" != "$status_before" ]; then
+  echo "the run changed the working tree; git status before:" >&2
+  echo "$status_before" >&2
+  echo "and after:" >&2
+  echo "$status_after" >&2
+  exit 1
+fi
 echo "+ min-versions job done in $((SECONDS - start)) s"
+exit "$tests_status"

@@ -22,7 +22,8 @@ import time
 
 import numpy as np
 
-from mhattn.model import InductionModel, induction_batch, measure, repeated_positions, targets
+from mhattn.circuits import claims, measure
+from mhattn.model import InductionModel, induction_batch, repeated_positions
 from mhattn.train import BATCH_SIZE, LEARNING_RATE, Adam, initial_model, keep_freed_memory, loss_and_grads
 
 
@@ -95,7 +96,7 @@ def time_to_targets(dtype, seed, check_every=50, max_steps=4000):
         start = time.perf_counter()
         step(tokens, n)
         seconds += time.perf_counter() - start
-        if i % check_every == 0 and all(targets(measure(model)).values()):
+        if i % check_every == 0 and all(claims(measure(model)).values()):
             return i, seconds
     return None, seconds
 

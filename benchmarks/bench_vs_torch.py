@@ -10,7 +10,7 @@ For each shape ``(batch, seq_len, d_model, num_heads)`` in float32 it times:
 
 * ``fast weights``: :class:`mhattn.engine.FastMultiHeadAttention` ``mha(x)`` against
   ``torch_mha(x, x, x, average_attn_weights=False)``; both return the per-head weights;
-* ``fast no weights``: ``mha(x, need_weights=False)`` (query blocks, O(seq_len) memory)
+* ``fast no weights``: ``mha(x, need_weights=False)`` (key tiles, extra memory flat in seq_len)
   against ``torch_mha(x, x, x, need_weights=False)`` (torch's fused attention);
 * ``teaching``: the teaching :class:`mhattn.MultiHeadAttention` ``mha(x)``, for the
   chapter-size shape only, against torch's default call ``torch_mha(x, x, x)``.

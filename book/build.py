@@ -12,17 +12,31 @@ images into ``jupyter_execute/`` beside ``<out>``; with the default, both are in
 
 - every ``notebooks/[0-9][0-9]_*.ipynb`` in order, then ``notebooks/explore.ipynb``;
 - a code cell whose input JupyterLab collapses (``metadata.jupyter.source_hidden``) is
-  collapsed on the page too, and opens on click (MyST-NB's ``hide-input`` tag; with
-  ``outputs_hidden`` as well, the whole cell);
+  collapsed on the page too, and opens on click (MyST-NB's ``hide-input`` tag). With
+  ``outputs_hidden`` as well, or when it is an exercise's solution, the whole cell, its
+  output included, is one fold (``hide-cell``): a printed line must not give the answer away;
+- every figure (an image output) gets a numbered caption under it, ``Figure N.k`` (N the
+  notebook's number, k its k-th figure), followed by ``output.metadata["mhattn"]["caption"]``
+  where the notebook gives one; the same text is the image's alt text;
+- a link reference definition (``[label]: url``) repeated in a later Markdown cell is
+  dropped (each cell is its own document in JupyterLab; the page is one);
+- a link whose text is a notebook's file name (``[02_x.ipynb](02_x.ipynb)``) shows that
+  notebook's title instead, and a link to a chapter notebook on GitHub leads to its page;
 - a live widget (``application/vnd.jupyter.widget-view+json``) cannot run without a kernel:
   its output is dropped, the stored first frame (a PNG output beside it) is what the page
   shows, and a note under it links to the explorer running live;
 - ``# NBVAL_...`` marker lines (for the notebook tests) are dropped from the code shown.
+
+The landing page (``book/index.md``) gets, where it says ``<!-- chapters -->``, one line per
+notebook: its title, a one-line promise (``PROMISES``) and a reading time estimated from
+its words and lines of code (``reading_minutes``); its picture comes from ``figures/``.
 """
 
 import argparse
 import copy
+import html
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -35,6 +49,29 @@ BOOK = ROOT / "book"
 NOTEBOOKS = ROOT / "notebooks"
 DEFAULT_OUT = ROOT / "build" / "book"
 PAGES = ["index.md", "references.md"]
+FIGURES = ROOT / "figures"
+LANDING_FIGURES = ["02_attention_heatmap.png"]  # copied into the site for index.md
+CHAPTERS_MARKER = "<!-- chapters -->"
+REPOSITORY_NOTEBOOKS = "https://github.com/mhattn/mhattn/blob/HEAD/notebooks/"
+# One line per notebook on the landing page: what a reader will be able to do after it.
+PROMISES = {
+    "01_softmax": "Turn scores into weights with a softmax that cannot overflow, and check it with numbers.",
+    "02_scaled_dot_product_attention": "Build one attention head, measure why it divides by √d_k, "
+                                       "and mask what a query may not see.",
+    "03_splitting_heads": "Cut the model's width into heads and join them back, without scrambling the tokens.",
+    "04_multi_head_attention": "Assemble the whole layer with one fused W_qkv projection, "
+                               "and read every head's weights.",
+    "05_embedding_shift": "See where the layer moves each token, and what such a picture can and cannot tell.",
+    "06_efficiency": "Optional: count the cost, and compute the same numbers in memory that grows linearly.",
+    "07_why_several_heads": "Train one head against several on the same task, and see what splitting buys.",
+    "08_positions": "Give attention a sense of order: sinusoidal encodings and rotary embeddings (RoPE).",
+    "09_learning_to_attend": "Derive the backward pass by hand, check it, "
+                             "and watch two heads learn an induction circuit.",
+    "10_production": "Online softmax, the KV cache, grouped queries and cross-attention: the layer as it is served.",
+    "explore": "Every control in one place: change the sequence, the heads and the mask, and watch the weights.",
+}
+WORDS_PER_MINUTE = 200  # technical prose
+SECONDS_PER_CODE_LINE = 6  # reading a line of code, not typing it
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 LIVE_URL = "https://mybinder.org/v2/gh/mhattn/mhattn/HEAD?urlpath=voila/render/notebooks/explore.ipynb"
 NBVAL_COMMENT = re.compile(r"^[ \t]*# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
@@ -43,8 +80,9 @@ NBVAL_COMMENT = re.compile(r"^[ \t]*# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 def live_note(has_frame):
     """The Markdown that stands in for a live widget on a static page."""
     frame = "The picture above is its first frame, as stored in the notebook. " if has_frame else ""
-    return (f"*{frame}The controls need a running Python kernel: [Run it live on Binder]({LIVE_URL}) "
-            "(the explorer as an app; the first start takes a few minutes).*")
+    return (f"*{frame}This Python widget's controls need a running kernel: [run it on Binder]({LIVE_URL}) "
+            "(the first start takes a few minutes). The book's explorer page has a live copy that runs in "
+            "your browser with no kernel.*")
 
 
 def chapter_notebooks(folder=NOTEBOOKS):
@@ -54,11 +92,20 @@ def chapter_notebooks(folder=NOTEBOOKS):
     return numbered + ([explorer] if explorer.is_file() else [])
 
 
-def hide_tags(metadata):
-    """MyST-NB tags that collapse what JupyterLab collapses (``metadata.jupyter``)."""
+def is_solution(cell):
+    """Whether a code cell is an exercise's solution: its input is collapsed and names a solution."""
+    hidden = cell.get("metadata", {}).get("jupyter", {}).get("source_hidden")
+    return bool(hidden) and "solution" in "".join(cell.get("source", "")).lower()
+
+
+def hide_tags(metadata, solution=False):
+    """MyST-NB tags that collapse what JupyterLab collapses (``metadata.jupyter``).
+
+    A solution folds whole, output included, even where only its input is marked hidden.
+    """
     jupyter = metadata.get("jupyter", {})
     source, outputs = bool(jupyter.get("source_hidden")), bool(jupyter.get("outputs_hidden"))
-    if source and outputs:
+    if source and (outputs or solution):
         return ["hide-cell"]
     if source:
         return ["hide-input"]
@@ -67,19 +114,93 @@ def hide_tags(metadata):
     return []
 
 
-def for_the_page(notebook):
-    """A copy of one notebook (a dict in nbformat 4) ready for a page without a kernel."""
+def chapter_number(stem):
+    """``"02_scaled..."`` -> ``"2"``; ``""`` for a page without a number (the explorer)."""
+    match = re.match(r"(\d+)_", stem)
+    return str(int(match.group(1))) if match else ""
+
+
+NOTEBOOK_LINK = re.compile(r"\[`?(?P<text>[\w.-]+\.ipynb)`?\]\((?P<target>[\w.-]+\.ipynb)\)")
+GITHUB_LINK = re.compile(re.escape(REPOSITORY_NOTEBOOKS) + r"(?P<name>[\w.-]+\.ipynb)")
+
+
+def readable_links(source, names):
+    """Markdown with links to the chapter's notebooks that a page can follow.
+
+    ``[02_x.ipynb](02_x.ipynb)`` becomes ``[](02_x.ipynb)``, which MyST shows as that page's
+    title; a GitHub link to a notebook in ``names`` becomes a link to its page.
+    """
+    source = GITHUB_LINK.sub(lambda m: m.group("name") if m.group("name") in names else m.group(0), source)
+    return NOTEBOOK_LINK.sub(lambda m: f"[]({m.group('target')})" if m.group("text") == m.group("target")
+                             else m.group(0), source)
+
+
+LINK_DEFINITION = re.compile(r"^ {0,3}\[(?P<label>[^\]]+)\]:[ \t]*(?P<target>\S+)[^\n]*\n?", re.MULTILINE)
+
+
+def without_repeated_definitions(source, defined):
+    """Drop link reference definitions (``[label]: url``) that an earlier cell already made.
+
+    In JupyterLab each Markdown cell is its own document, so a notebook may repeat a
+    definition; on the page the whole notebook is one document, where a repeat is an error.
+    ``defined`` maps each label seen so far (lower case) to its target, and is updated.
+    """
+    def keep(match):
+        label, target = match.group("label").lower(), match.group("target")
+        if defined.get(label) == target:
+            return ""
+        defined.setdefault(label, target)
+        return match.group(0)
+
+    return LINK_DEFINITION.sub(keep, source)
+
+
+def caption_output(label, text):
+    """The output that shows a figure's numbered caption under it."""
+    anchor = "figure-" + label.split()[-1].replace(".", "-")
+    body = f" {html.escape(text)}" if text else ""
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"text/html": f'<p class="figure-caption" id="{anchor}">'
+                                  f'<span class="caption-number">{html.escape(label)}.</span>{body}</p>'}}
+
+
+def with_captions(outputs, number, count):
+    """``outputs`` with a caption after each image.
+
+    Returns ``(outputs, figures so far, texts)``: texts are the captions, for the alt text.
+    """
+    result, texts = [], []
+    for output in outputs:
+        result.append(output)
+        if any(key.startswith("image/") for key in output.get("data", {})):
+            count += 1
+            label = f"Figure {number}.{count}" if number else f"Figure {count}"
+            caption = output.get("metadata", {}).get("mhattn", {}).get("caption", "")
+            result.append(caption_output(label, caption))
+            texts.append(f"{label}. {caption}".strip())
+    return result, count, texts
+
+
+def for_the_page(notebook, stem="", names=()):
+    """A copy of one notebook (a dict in nbformat 4) ready for a page without a kernel.
+
+    ``stem`` (its file name without ``.ipynb``) numbers its figures; ``names`` are the chapter's
+    notebook file names, whose links are made to lead to their pages.
+    """
     notebook = copy.deepcopy(notebook)
     notebook.get("metadata", {}).pop("widgets", None)  # widget state: nothing on the page can use it
+    number, figures, definitions = chapter_number(stem), 0, {}
     for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            source = without_repeated_definitions("".join(cell["source"]), definitions)
+            cell["source"] = readable_links(source, set(names))
         if cell["cell_type"] != "code":
             continue
         metadata = cell.setdefault("metadata", {})
-        tags = hide_tags(metadata)
+        tags = hide_tags(metadata, is_solution(cell))
         if tags:
             metadata["tags"] = sorted(set(metadata.get("tags", [])) | set(tags))
-            source = "".join(cell["source"]).lower()
-            if "solution" in source:
+            if is_solution(cell):
                 metadata.setdefault("mystnb", {}).update(code_prompt_show="Show the solution",
                                                          code_prompt_hide="Hide the solution")
         cell["source"] = NBVAL_COMMENT.sub("", "".join(cell["source"]))  # test markers mean nothing to a reader
@@ -89,20 +210,87 @@ def for_the_page(notebook):
             has_frame = any(key.startswith("image/") for output in kept for key in output.get("data", {}))
             kept.append({"output_type": "display_data", "metadata": {},
                          "data": {"text/markdown": live_note(has_frame)}})
-        cell["outputs"] = kept
+        cell["outputs"], figures, captions = with_captions(kept, number, figures)
+        if captions:  # MyST-NB's alt text otherwise is the image's file name
+            metadata.setdefault("mystnb", {}).setdefault("image", {}).setdefault("alt", " ".join(captions))
     return notebook
+
+
+def title_of(notebook):
+    """The text of a notebook's first ``# heading``."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            match = re.search(r"^# (.+)$", "".join(cell["source"]), re.MULTILINE)
+            if match:
+                return match.group(1).strip()
+    raise ValueError("a chapter notebook must start with a '# Title' heading")
+
+
+def reading_minutes(notebook):
+    """Minutes to read a notebook: its prose at WORDS_PER_MINUTE, its visible code line by line.
+
+    Rounded up to 5 minutes; collapsed solutions are not counted.
+    """
+    words, lines = 0, 0
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            words += len(source.split())
+        elif cell["cell_type"] == "code" and not cell.get("metadata", {}).get("jupyter", {}).get("source_hidden"):
+            lines += sum(1 for line in source.splitlines() if line.strip() and not NBVAL_COMMENT.match(line))
+    minutes = words / WORDS_PER_MINUTE + lines * SECONDS_PER_CODE_LINE / 60
+    return max(5, 5 * math.ceil(minutes / 5))
+
+
+def promise_of(stem, notebook):
+    """The landing page's line for a notebook: PROMISES, else the first sentence after its title."""
+    if stem in PROMISES:
+        return PROMISES[stem]
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            paragraphs = [p for p in "".join(cell["source"]).split("\n\n") if p.strip() and not p.startswith("#")]
+            if paragraphs:
+                return re.split(r"(?<=[.!?])\s", " ".join(paragraphs[0].split()), maxsplit=1)[0]
+    return ""
+
+
+def chapter_list(notebooks):
+    """The landing page's Markdown list of the chapter: title (a link), reading time, promise."""
+    lines = []
+    for path in notebooks:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        lines.append(f"- **[{title_of(notebook)}](notebooks/{path.name})** "
+                     f"<span class=\"reading-time\">· {reading_minutes(notebook)} min</span>  \n"
+                     f"  {promise_of(path.stem, notebook)}")
+    return "\n".join(lines) + "\n"
 
 
 def stage(staging, notebooks=NOTEBOOKS):
     """Lay out the Sphinx source folder: the book's pages and the adjusted notebooks."""
     shutil.rmtree(staging, ignore_errors=True)
     (staging / "notebooks").mkdir(parents=True)
+    paths = chapter_notebooks(notebooks)
     for name in PAGES:
-        shutil.copy2(BOOK / name, staging / name)
-    for path in chapter_notebooks(notebooks):
+        text = (BOOK / name).read_text(encoding="utf-8")
+        (staging / name).write_text(text.replace(CHAPTERS_MARKER, chapter_list(paths)), encoding="utf-8")
+    (staging / "figures").mkdir()
+    for name in LANDING_FIGURES:
+        shutil.copy2(FIGURES / name, staging / "figures" / name)
+    names = [path.name for path in paths]
+    for path in paths:
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        (staging / "notebooks" / path.name).write_text(json.dumps(for_the_page(notebook), indent=1),
-                                                       encoding="utf-8")
+        page = for_the_page(notebook, path.stem, names)
+        (staging / "notebooks" / path.name).write_text(json.dumps(page, indent=1), encoding="utf-8")
+
+
+def live_explorer():
+    """book/live_explorer.py as a module (this file also runs as a script, and is loaded by path in tests)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("live_explorer", BOOK / "live_explorer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS):
@@ -117,6 +305,7 @@ def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS):
     if quiet:
         command.append("-q")
     subprocess.run(command, check=True)
+    live_explorer().install(out)  # the explorer's page gets controls that compute in the browser
     return time.perf_counter() - start
 
 

@@ -1,8 +1,11 @@
 """Sphinx configuration of the chapter as a static book (built by book/build.py).
 
 MyST-NB renders the notebooks' stored outputs (nothing is executed), the theme is
-sphinx-book-theme from PyPI, and MathJax 3 is copied into the site from the
-django-static-mathjax wheel, so a built page asks nothing of any other host.
+sphinx-book-theme from PyPI, sphinx-copybutton puts a copy button on each code cell, and
+MathJax 3 is copied into the site from the django-static-mathjax wheel, so a built page asks
+nothing of any other host. ``_static/book.css`` shows figures at the size they were drawn
+and lets wide code and math scroll in their own box; ``_static/search-snippets.js`` shows
+the search results' snippets with the math as text instead of raw TeX.
 """
 
 import shutil
@@ -15,7 +18,7 @@ copyright = "the mhattn authors, MIT licence"  # noqa: A001 (Sphinx's name)
 REPOSITORY = "https://github.com/mhattn/mhattn"
 BINDER = "https://mybinder.org/v2/gh/mhattn/mhattn/HEAD"
 
-extensions = ["myst_nb"]
+extensions = ["myst_nb", "sphinx_copybutton"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 root_doc = "index"
 
@@ -26,6 +29,11 @@ nb_ipywidgets_js = {}  # the default loads require.js and the widget manager fro
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence"]
 myst_heading_anchors = 3
 suppress_warnings = ["mystnb.unknown_mime_type"]
+
+# --- copy buttons: on the code a reader runs, not on what it printed --------------------------
+copybutton_selector = ", ".join(f"div.{kind} div.highlight pre" for kind in
+                                ("cell_input", "highlight-bash", "highlight-python", "highlight-default"))
+copybutton_exclude = ".linenos, .gp, .go"
 
 # --- math: MathJax 3 served from the site itself ---------------------------------------------
 MATHJAX_FILES = ["tex-chtml.js", "input", "output/chtml", "ui", "a11y", "adaptors"]
@@ -40,6 +48,7 @@ html_theme = "sphinx_book_theme"
 html_title = "mhattn: multi-head attention from scratch"
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
+html_js_files = ["search-snippets.js"]
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = True  # the download button offers each page's notebook

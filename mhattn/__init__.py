@@ -12,6 +12,11 @@ Two layers. The *teaching path* reads like the chapter that shows it, in this or
 The *engine*, :mod:`mhattn.engine`, computes the same numbers faster or in less memory
 (query blocks, online softmax over key tiles, a KV cache); it is tested equal to the
 teaching path, which never imports it. Argument checks live in :mod:`mhattn._checks`.
+
+The library needs NumPy only. The pictures (:mod:`mhattn.plots`), the PCA view
+(:mod:`mhattn.embedding_shift`) and the explorer's widget need matplotlib, scikit-learn and
+ipywidgets, which ``pip install "mhattn[chapter]"`` installs; without them, those modules
+raise an ``ImportError`` that says so.
 """
 
 from .attention import scaled_dot_product_attention
@@ -34,4 +39,16 @@ __all__ = [
     "softmax",
     "split_heads",
 ]
-__version__ = "0.2.0"
+
+
+def _installed_version():
+    """The version in the installed metadata (pyproject.toml is its one source), or ``0+unknown``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mhattn")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _installed_version()

@@ -14,12 +14,16 @@ inside a matmul. What it does, in order:
    (scores beyond float32's 3.4e38, say), and that is a ``FloatingPointError`` saying so,
    never a silent NaN.
 
-Calls from inside the package (``softmax`` inside attention, ``split_heads`` inside the
-module, the model calling the module) skip all three steps: their caller has done them.
-That is decided by who calls, never by state, so threads and user code that runs inside a
-call (a subclass's hook, a cache) cannot see or change it: every call from outside the
-package is checked. One more duty: if a call that extended a KV cache fails (an overflow,
-a KeyboardInterrupt), the cache is put back as it was, so a retry does not cache twice.
+A layer of the chapter calling another (``softmax`` inside attention, ``split_heads``
+inside the module, the engine's tiles) skips all three steps: its arguments were made by a
+layer that was itself checked. Everything else is checked, because its arguments come from
+a caller: user code, and the package's public objects built on the layers (the model, the
+trainer, the explorer), whose inputs (tokens, a checkpoint's weights) arrive from outside.
+Those objects also check at their own door, so their errors name their own arguments. The
+rule reads the calling module's name, never state, so threads and user code that runs
+inside a call (a subclass's hook, a cache) cannot see or change it. One more duty: if a
+call that extended a KV cache fails (an overflow, a KeyboardInterrupt), the cache is put
+back as it was, so a retry does not cache twice.
 """
 
 import functools
@@ -30,7 +34,16 @@ import sys
 
 import numpy as np
 
-_PACKAGE = __name__.split(".")[0] + "."  # "mhattn.": calls from modules under it are trusted
+_PACKAGE = __name__.split(".")[0]  # "mhattn"
+_LAYERS = frozenset(  # the chapter's layers: their calls to each other are trusted
+    f"{_PACKAGE}.{name}" for name in ("softmax", "attention", "heads", "masks", "multihead", "grad", "positions")
+)
+_ENGINE = f"{_PACKAGE}.engine."  # the fast layers: trusted too
+
+
+def _trusted(module_name):
+    """Is a call from the module ``module_name`` one layer calling another (no checks needed)?"""
+    return module_name in _LAYERS or module_name.startswith(_ENGINE)
 
 
 def checked(check_arguments, *, results_finite=True):
@@ -47,7 +60,7 @@ def checked(check_arguments, *, results_finite=True):
 
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            if sys._getframe(1).f_globals.get("__name__", "").startswith(_PACKAGE):  # the package's own call
+            if _trusted(sys._getframe(1).f_globals.get("__name__", "")):  # one layer calling another
                 return function(*args, **kwargs)
             arguments, result_dtype = check_arguments(**bind(args, kwargs))
             cache = arguments.get("kv_cache")
@@ -103,10 +116,16 @@ def _finish(name, result, result_dtype, results_finite):
             info = np.finfo(item.dtype)
             raise FloatingPointError(
                 f"{name} overflowed {item.dtype}: the inputs are finite, but an intermediate value (a score "
-                f"q.k/sqrt(d_k) or a product) went beyond {float(info.max):.3g}. Scale the inputs down or "
-                f"compute in {'float32' if item.dtype == np.float16 else 'float64'}."
+                f"q.k/sqrt(d_k) or a product) went beyond {float(info.max):.3g}. Scale the inputs down"
+                f"{wider_dtype_hint(item.dtype)}."
             )
     return items if isinstance(result, tuple) else items[0]
+
+
+def wider_dtype_hint(dtype):
+    """``" or compute in float64"``, naming a wider dtype where one exists (none beyond float64's range)."""
+    wider = {2: "float32", 4: "float64"}.get(np.dtype(dtype).itemsize)
+    return "" if wider is None else f" or compute in {wider}"
 
 
 # --- single values ----------------------------------------------------------------------
@@ -280,25 +299,6 @@ def _may_overflow(Q, K):
     return not bound < float(np.finfo(Q.dtype).max) / 2
 
 
-def _projected_scores_may_overflow(self, x, source, dtype):
-    """A cheap bound on the module's scores, with no projection computed.
-
-    ``|q_h| <= |x_i| ||W_q||_F`` and ``|k_h| <= |s_j| ||W_k||_F``, so every score is at most
-    ``max|x_i| ||W_q||_F max|s_j| ||W_k||_F / sqrt(d_k)``: one pass over the tokens.
-    """
-    if x.size == 0 or source.size == 0:
-        return False
-    W_qkv = np.asarray(self.W_qkv)
-    if W_qkv.dtype.kind not in "fiu" or W_qkv.ndim != 2:  # forward's own weight check reports it
-        return False
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow: an inf bound, then the exact check
-        d_model, kv_width = self.d_model, self.num_kv_heads * self.d_k
-        W_q, W_k = W_qkv[:, :d_model], W_qkv[:, d_model : d_model + kv_width]
-        longest = [math.sqrt(float(np.einsum("...d,...d->...", a, a).max())) for a in (x, source)]
-        bound = longest[0] * np.linalg.norm(W_q) * longest[1] * np.linalg.norm(W_k) / math.sqrt(self.d_k)
-    return not bound < float(np.finfo(dtype).max) / 2
-
-
 def scores_fit(name, Q, K, mask):
     """Raise ``FloatingPointError`` if a score a query may attend to overflows ``Q``'s dtype.
 
@@ -310,13 +310,12 @@ def scores_fit(name, Q, K, mask):
     if not _may_overflow(Q, K):
         return
     with np.errstate(all="ignore"):
-        scores = Q @ K.swapaxes(-1, -2) / math.sqrt(Q.shape[-1])
+        scores = (Q / np.sqrt(Q.dtype.type(Q.shape[-1]))) @ K.swapaxes(-1, -2)  # as the teaching path computes them
     overflowed = ~np.isfinite(scores) if mask is None else ~np.isfinite(scores) & mask
     if overflowed.any():
-        wider = " or compute in float64" if Q.dtype.itemsize < 8 else ""
         raise FloatingPointError(
             f"{name} overflowed {Q.dtype}: the inputs are finite, but a score q.k/sqrt(d_k) went beyond "
-            f"{float(np.finfo(Q.dtype).max):.3g}. Scale the inputs down{wider}."
+            f"{float(np.finfo(Q.dtype).max):.3g}. Scale the inputs down{wider_dtype_hint(Q.dtype)}."
         )
 
 
@@ -355,122 +354,5 @@ def combine_heads_args(x):
     return {"x": x}, None
 
 
-def head_counts(d_model, num_heads, num_kv_heads):
-    """Check the sizes of a :class:`mhattn.MultiHeadAttention`; return them as ints."""
-    d_model, num_heads = positive_int("d_model", d_model), positive_int("num_heads", num_heads)
-    if d_model % num_heads:
-        working = [h for h in range(1, min(d_model, 64) + 1) if d_model % h == 0]  # O(1), even for huge d_model
-        raise ValueError(
-            f"num_heads must divide d_model = {d_model}; got num_heads = {num_heads}. "
-            f"Head counts up to 64 that work: {working}"
-        )
-    num_kv_heads = num_heads if num_kv_heads is None else positive_int("num_kv_heads", num_kv_heads)
-    if num_heads % num_kv_heads:
-        raise ValueError(
-            f"num_kv_heads must divide num_heads = {num_heads} (each key/value head serves a group of query "
-            f"heads); got num_kv_heads = {num_kv_heads}"
-        )
-    width = d_model + 2 * num_kv_heads * (d_model // num_heads)
-    nbytes = 8 * d_model * (width + d_model)
-    if nbytes > 2**31 * 8:  # 16 GiB of float64 weights: far beyond any chapter example
-        raise ValueError(
-            f"d_model = {d_model} needs {nbytes / 2**30:.3g} GiB of float64 weights (W_qkv {d_model} x {width} "
-            f"and W_o {d_model} x {d_model}); this package keeps d_model below about 23000"
-        )
-    return d_model, num_heads, num_kv_heads
-
-
-def weight(name, value, shape, dtype):
-    """``value`` as an array of ``shape`` cast to ``dtype``, checked finite *after* the cast.
-
-    A weight of 1e39 is finite in float64 but ``inf`` in float32: checking before the cast
-    would let it through, and every output would be NaN.
-    """
-    array = real_array(name, value)
-    if array.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}; got shape {array.shape}")
-    if array.dtype.itemsize > np.dtype(dtype).itemsize:
-        with np.errstate(over="ignore"):  # an overflow in the cast is reported just below
-            cast = array.astype(dtype)
-    else:
-        cast = array.astype(dtype, copy=False)
-    if not np.isfinite(cast).all():
-        if np.isfinite(array).all():
-            raise ValueError(f"{name} overflows {dtype}: its largest entry {np.abs(array).max():.3g} is finite in "
-                             f"{array.dtype} but not in {dtype}; pass a float64 x, or smaller weights")
-        finite(name, array)
-    return cast
-
-
-def forward_args(self, x, mask, need_weights, context, kv_cache):
-    """Arguments of :meth:`mhattn.MultiHeadAttention.forward`."""
-    x = _tokens("x", x, self.d_model)
-    need_weights = flag("need_weights", need_weights)
-    if context is not None:
-        if kv_cache is not None:
-            raise ValueError(
-                "kv_cache and context cannot be combined: a KV cache holds the growing keys and values of a "
-                "decoder's own tokens; cross-attention's keys and values come from a fixed context -- "
-                "project the context once and reuse it instead"
-            )
-        context = _tokens("context", context, self.d_model)
-        if context.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}"
-            )
-    if kv_cache is not None:
-        if mask is not None:
-            raise ValueError(
-                "mask must be None with kv_cache: decoding with a cache is causal by construction (each new "
-                "token sees every cached token and the new ones before it), and the cache builds that mask"
-            )
-        if not _is_kv_cache(kv_cache):
-            raise TypeError(f"kv_cache must be an mhattn.KVCache(); got {kv_cache!r} of type {type(kv_cache).__name__}")
-    dtype, result_dtype = compute_dtype(x, *(() if context is None else (context,)))
-    seq_k = x.shape[1] if context is None else context.shape[1]
-    mask = mask_array(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
-    if context is not None:
-        context = context.astype(dtype, copy=False)
-    x = x.astype(dtype, copy=False)
-    source = x if context is None else context
-    if kv_cache is None and _projected_scores_may_overflow(self, x, source, dtype):  # rare: then check exactly
-        W_qkv = self.weights(dtype)[0]
-        Q = x @ W_qkv[:, : self.d_model]
-        K = source @ W_qkv[:, self.d_model : self.d_model + self.num_kv_heads * self.d_k]
-        if _may_overflow(Q, K):  # only then are the heads' scores computed here
-            group = self.num_heads // self.num_kv_heads
-            Q = Q.reshape(Q.shape[:2] + (self.num_heads, self.d_k)).transpose(0, 2, 1, 3)
-            K = K.reshape(K.shape[:2] + (self.num_kv_heads, self.d_k)).transpose(0, 2, 1, 3).repeat(group, axis=1)
-            scores_fit("MultiHeadAttention.forward", Q, K, mask)
-    arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights}
-    return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype
-
-
-def _is_kv_cache(value):
-    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol: ``extend(K_new, V_new, *, owner)``, ``truncate``?
-
-    Checked by shape of the method, not by class, so the teaching path need not import the
-    engine (a list has an ``extend`` too, but not this one).
-    """
-    extend = getattr(value, "extend", None)
-    try:
-        has_extend = callable(extend) and "owner" in inspect.signature(extend).parameters
-        return has_extend and callable(getattr(value, "truncate", None)) and hasattr(value, "__len__")
-    except (TypeError, ValueError):  # a builtin without a signature
-        return False
-
-
-def _tokens(name, value, d_model):
-    """``value`` as a finite float array of shape ``(batch, seq_len, d_model)``."""
-    array = real_array(name, value)
-    if array.ndim != 3:
-        ndim(name, array, 3, f"(batch, seq_len, d_model={d_model})")
-    if array.shape[-1] != d_model:
-        raise ValueError(
-            f"{name} must have shape (batch, seq_len, d_model={d_model}); got shape {array.shape} "
-            f"(last axis {array.shape[-1]} != d_model {d_model})"
-        )
-    if array.dtype != np.float16 and array.dtype.itemsize < 4:  # pragma: no cover - no such NumPy float
-        array = array.astype(np.float64)
-    return finite(name, array)
-
+# The module's checks live in their own file; every name stays reachable as _checks.<name>.
+from ._checks_module import forward_args, head_counts, weight  # noqa: E402, F401

@@ -1,7 +1,5 @@
 """Scaled dot-product attention: every query takes a weighted average of the values."""
 
-import math
-
 import numpy as np
 
 from ._checks import attention_args, checked
@@ -41,7 +39,10 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
     Returns
     -------
     output : ndarray of shape ``(..., seq_q, d_v)``
-        For each query, the weighted average of the values.
+        For each query, the weighted average of the values. In the inputs' dtype: float32,
+        float64 and longdouble are computed in their own precision (``sqrt(d_k)`` too),
+        float16 in float32 and returned as float16, integers in float64. ``Q`` is divided
+        by ``sqrt(d_k)`` before the product, so ``Q K^T`` cannot overflow where the scores fit.
     weights : ndarray of shape ``(..., seq_q, seq_k)``
         The attention weights (after dropout, if any). Each row sums to one (before
         dropout); a masked key
@@ -53,8 +54,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
         backend (the CUDA default for float16/bfloat16 with a boolean mask on torch 2.11)
         returned a finite nonzero output instead.
     """
-    d_k = Q.shape[-1]
-    scores = Q @ K.swapaxes(-1, -2) / math.sqrt(d_k)  # (..., seq_q, seq_k); a Python float keeps float32
+    d_k = Q.dtype.type(Q.shape[-1])  # in Q's dtype: float32 stays float32, longdouble keeps its digits
+    scores = (Q / np.sqrt(d_k)) @ K.swapaxes(-1, -2)  # (..., seq_q, seq_k); scaled first: Q K^T may overflow alone
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # exp(-inf) = 0: masked keys get exactly zero weight
     weights = softmax(scores, axis=-1)  # (..., seq_q, seq_k), rows sum to 1

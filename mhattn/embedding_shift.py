@@ -1,9 +1,13 @@
 """Where does the layer move each token? A 2-D view of inputs and outputs together."""
 
 import numpy as np
-from sklearn.decomposition import PCA
 
 from . import _checks
+from ._optional import require
+
+# scikit-learn comes with the chapter's extra (mhattn's core needs NumPy only): without it,
+# importing this module raises an ImportError that says `pip install "mhattn[chapter]"`.
+PCA = require("sklearn.decomposition").PCA
 
 
 def embedding_shift_2d(inputs, outputs):

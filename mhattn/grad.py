@@ -18,6 +18,7 @@ forward                           backward (this module)
 :func:`mhattn.split_heads`        :func:`split_heads_vjp`
 :func:`mhattn.combine_heads`      :func:`combine_heads_vjp`
 ``x @ W`` (``W_qkv``, ``W_o``)    :func:`linear_vjp`
+:func:`mhattn.positions.apply_rope`  :func:`rope_vjp`
 :class:`mhattn.MultiHeadAttention`  :func:`multihead_vjp` (all of the above)
 ================================  ========================================
 
@@ -25,13 +26,12 @@ Every function here is checked against central finite differences and against Py
 autograd in ``tests/test_grad.py``; notebook 09 derives them.
 """
 
-import math
-
 import numpy as np
 
 from . import _checks
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
+from .positions import apply_rope
 
 
 def softmax_vjp(weights, d_weights):
@@ -100,7 +100,7 @@ def attention_vjp(Q, K, V, weights, d_output):
     -------
     dQ, dK, dV : ndarrays shaped like ``Q``, ``K``, ``V``
     """
-    scale = 1.0 / math.sqrt(Q.shape[-1])  # a Python float: float32 stays float32
+    scale = 1 / np.sqrt(Q.dtype.type(Q.shape[-1]))  # in Q's dtype: float32 stays float32, longdouble keeps its digits
     d_weights = d_output @ V.swapaxes(-1, -2)  # (..., seq_q, seq_k): dP = dO V^T
     dV = weights.swapaxes(-1, -2) @ d_output  # (..., seq_k, d_v): dV = P^T dO
     d_scores = softmax_vjp(weights, d_weights)  # (..., seq_q, seq_k): exactly 0 where P = 0
@@ -191,7 +191,26 @@ def repeat_kv_vjp(d_repeated, group):
     return d_repeated.sum(axis=2)  # (batch, num_kv_heads, seq_len, d_k): one sum per shared head
 
 
-def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None):
+def rope_vjp(d_rotated, positions, base=10000.0):
+    r"""Backward of ``rotated = apply_rope(x, positions, base)``: the same rotations, turned back.
+
+    Each pair of coordinates is multiplied by a rotation matrix :math:`R(p\theta_i)`, so its
+    vjp multiplies by :math:`R(p\theta_i)^\top = R(-p\theta_i)`: RoPE at ``-positions``.
+
+    Parameters
+    ----------
+    d_rotated : ndarray of shape ``(..., seq_len, d_k)``
+    positions : ndarray of int, shape ``(seq_len,)``
+    base : float
+
+    Returns
+    -------
+    ndarray of shape ``(..., seq_len, d_k)``
+    """
+    return apply_rope(d_rotated, -positions, base)  # (..., seq_len, d_k): R(p)^T = R(-p)
+
+
+def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=None):
     r"""Multi-head attention's forward, and a ``backward`` that returns every gradient.
 
     The forward is :meth:`mhattn.MultiHeadAttention.forward`'s, step for step. The backward
@@ -202,6 +221,7 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None):
     ======================================  ==========================================
     ``qkv = x @ W_qkv``                     ``linear_vjp`` -> ``d_x``, ``d_W_qkv``
     ``Q, K, V = split(qkv)``, split heads   concatenate, ``split_heads_vjp``
+    rotate Q and K (RoPE, optional)         ``rope_vjp``
     repeat K, V for grouped queries         ``repeat_kv_vjp``
     ``heads, P = attention(Q, K, V)``       ``attention_vjp`` -> ``dQ``, ``dK``, ``dV``
     ``concat = combine_heads(heads)``       ``combine_heads_vjp``
@@ -214,11 +234,15 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None):
     W_qkv : ndarray of shape ``(d_model, d_model + 2 * num_kv_heads * d_k)``
     W_o : ndarray of shape ``(d_model, d_model)``
         In the dtype of ``x``; used as given, without checks (:meth:`mhattn.MultiHeadAttention.vjp`
-        checks them). The backward reads its own copies, so updating the weights in place
-        between forward and backward changes nothing.
+        checks them). The backward reads private copies of ``x``, ``W_qkv``, ``W_o`` and of the
+        attention weights, so changing any of them in place between forward and backward (an
+        optimizer step, a residual ``h += output``, ``weights *= 0.5``) changes no gradient.
     num_heads, num_kv_heads : int
     mask : ndarray of bool, optional
         True where a query may attend to a key, as for the forward.
+    rope_base : float, optional
+        None (the default): no rotary embeddings. A float: queries and keys rotated by their
+        positions ``0, ..., seq_len - 1`` with this base, as ``MultiHeadAttention(rope=True)``.
 
     Returns
     -------
@@ -231,7 +255,7 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None):
         :math:`\partial L / \partial W_o`. It only reads what the forward kept, so it may be
         called any number of times, from any thread.
     """
-    W_qkv, W_o = W_qkv.copy(), W_o.copy()  # the backward's own weights: an optimizer step cannot change them
+    x, W_qkv, W_o = x.copy(), W_qkv.copy(), W_o.copy()  # the backward's own: in-place updates cannot reach it
     d_model = x.shape[-1]
     kv_width = num_kv_heads * (d_model // num_heads)
     group = num_heads // num_kv_heads  # query heads per key/value head
@@ -239,6 +263,9 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None):
     Q = split_heads(Q, num_heads)  # (batch, num_heads, seq, d_k)
     K = split_heads(K, num_kv_heads)  # (batch, num_kv_heads, seq, d_k)
     V = split_heads(V, num_kv_heads)  # (batch, num_kv_heads, seq, d_k)
+    positions = np.arange(x.shape[1])  # (seq,)
+    if rope_base is not None:  # rotary positions, as in the module's forward
+        Q, K = apply_rope(Q, positions, rope_base), apply_rope(K, positions, rope_base)  # same shapes
     if group > 1:
         K, V = np.repeat(K, group, axis=1), np.repeat(V, group, axis=1)  # (batch, num_heads, seq, d_k)
     heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (batch, heads, seq, d_k), (..., seq, seq)
@@ -251,12 +278,14 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None):
         dQ, dK, dV = attention_vjp(Q, K, V, weights, d_heads)  # each (batch, num_heads, seq, d_k)
         if group > 1:
             dK, dV = repeat_kv_vjp(dK, group), repeat_kv_vjp(dV, group)  # (batch, num_kv_heads, seq, d_k)
+        if rope_base is not None:  # back through the rotations
+            dQ, dK = rope_vjp(dQ, positions, rope_base), rope_vjp(dK, positions, rope_base)  # same shapes
         # Q, K and V are num_heads + 2 * num_kv_heads heads side by side in x @ W_qkv: join them, then undo the split
         d_qkv = split_heads_vjp(np.concatenate([dQ, dK, dV], axis=1))  # (batch, seq, width)
         d_x, d_W_qkv = linear_vjp(x, W_qkv, d_qkv)  # (batch, seq, d_model), (d_model, width)
         return {"x": d_x, "W_qkv": d_W_qkv, "W_o": d_W_o}
 
-    return output, weights, backward
+    return output, weights.copy(), backward  # the caller's weights: the backward keeps its own
 
 
 def module_vjp(mha, x, mask=None):
@@ -272,7 +301,8 @@ def module_vjp(mha, x, mask=None):
     x, mask = arguments["x"], arguments["mask"]  # x in the compute dtype: float16 became float32
     W_qkv, W_o = mha.weights(x.dtype)  # checked, in the compute dtype
     with np.errstate(all="ignore"):  # overflow is reported by _finite, with a clear message
-        output, weights, backward = multihead_vjp(x, W_qkv, W_o, mha.num_heads, mha.num_kv_heads, mask)
+        rope_base = mha.rope_base if mha.rope else None
+        output, weights, backward = multihead_vjp(x, W_qkv, W_o, mha.num_heads, mha.num_kv_heads, mask, rope_base)
     out_dtype = x.dtype if result_dtype is None else result_dtype
     output, weights = (_finite("MultiHeadAttention.vjp", a.astype(out_dtype, copy=False)) for a in (output, weights))
     dtypes = {
@@ -299,6 +329,6 @@ def _finite(name, array):
     if not np.isfinite(array).all():
         raise FloatingPointError(
             f"{name} overflowed {array.dtype}: the inputs are finite, but an intermediate value did not fit. "
-            f"Scale the inputs down or compute in {'float32' if array.dtype == np.float16 else 'float64'}."
+            f"Scale the inputs down{_checks.wider_dtype_hint(array.dtype)}."
         )
     return array

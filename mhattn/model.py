@@ -12,7 +12,8 @@ circuit of Olsson et al. (2022): a *previous-token head* in layer 0 writes each 
 predecessor into its position, and an *induction head* in layer 1 finds the earlier
 occurrence of the current token and copies the token that followed it.
 
-:func:`load_trained` returns the shipped, trained model; :mod:`mhattn.train` trains one.
+:func:`load_trained` returns the shipped, trained model; :mod:`mhattn.train` trains one;
+:mod:`mhattn.circuits` measures what its heads do.
 """
 
 import copy
@@ -20,7 +21,7 @@ from importlib import resources
 
 import numpy as np
 
-from . import _checks
+from . import _checks, _checks_model
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
 
@@ -99,22 +100,38 @@ class InductionModel:
             ``logits[..., t, :]`` scores the candidates for token ``t + 1``.
         weights : list of ndarray, one per layer
             Each ``(num_heads, seq_len, seq_len)``, or ``(batch, num_heads, seq_len, seq_len)``.
+
+        Raises
+        ------
+        TypeError, ValueError
+            For tokens, ``ablate`` or ``use_positions`` out of their ranges, and for a parameter
+            that is not a finite float array of its shape (NaN after a diverged run, say).
+        FloatingPointError
+            If finite parameters give non-finite logits (an overflow).
         """
         tokens = self.check_tokens(tokens)
+        _checks_model.parameters(self)
+        use_positions = _checks.flag("use_positions", use_positions)
         single = tokens.ndim == 1
         tokens = tokens[None] if single else tokens  # (batch, seq_len)
         seq_len = tokens.shape[1]
         layers = self.ablated_layers(ablate)
-        h = self.embed[tokens]  # (batch, seq_len, d_model)
-        if use_positions:
-            h = h + self.pos[:seq_len]  # (batch, seq_len, d_model)
-        mask = causal_mask(seq_len)  # (seq_len, seq_len)
-        all_weights = []
-        for layer in layers:
-            out, weights = layer(h, mask)  # (batch, seq_len, d_model), (batch, num_heads, seq_len, seq_len)
-            h = h + out  # the residual stream: each layer adds to it
-            all_weights.append(weights[0] if single else weights)
-        logits = h @ self.unembed  # (batch, seq_len, vocab)
+        with np.errstate(all="ignore"):  # an overflow is reported below
+            h = self.embed[tokens]  # (batch, seq_len, d_model)
+            if use_positions:
+                h = h + self.pos[:seq_len]  # (batch, seq_len, d_model)
+            mask = causal_mask(seq_len)  # (seq_len, seq_len)
+            all_weights = []
+            for layer in layers:
+                out, weights = layer(h, mask)  # (batch, seq_len, d_model), (batch, num_heads, seq_len, seq_len)
+                h = h + out  # the residual stream: each layer adds to it
+                all_weights.append(weights[0] if single else weights)
+            logits = h @ self.unembed  # (batch, seq_len, vocab)
+        if not np.isfinite(logits).all():
+            raise FloatingPointError(
+                "InductionModel.forward: the logits overflowed float64 although every parameter is finite; "
+                "the weights are far too large (a diverged training run?)"
+            )
         return (logits[0] if single else logits), all_weights
 
     __call__ = forward
@@ -126,11 +143,7 @@ class InductionModel:
     def ablated_layers(self, ablate):
         """The layers with the heads in ``ablate`` silenced (copies; the model is untouched)."""
         layers = list(self.layers)
-        for layer_index, head in ablate:
-            if not 0 <= layer_index < len(layers):
-                raise ValueError(f"ablate: layer must be in [0, {len(layers) - 1}]; got {layer_index}")
-            if head is not None and not 0 <= head < self.num_heads:
-                raise ValueError(f"ablate: head must be None or in [0, {self.num_heads - 1}]; got {head}")
+        for layer_index, head in _checks_model.ablate(ablate, len(layers), self.num_heads):
             layer = copy.copy(layers[layer_index])  # shares W_qkv; W_o is replaced below
             W_o = np.array(layer.W_o, copy=True)  # (d_model, d_model)
             d_k = layer.d_k
@@ -142,44 +155,43 @@ class InductionModel:
 
     def check_tokens(self, tokens):
         """``tokens`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
-        tokens = np.asarray(tokens)
-        if tokens.dtype.kind not in "iu":
-            raise TypeError(f"tokens must be integer ids in [0, {self.vocab}); got dtype {tokens.dtype}")
-        if tokens.ndim not in (1, 2) or not 1 <= tokens.shape[-1] <= self.max_len:
-            raise ValueError(
-                f"tokens must have shape (seq_len,) or (batch, seq_len) with 1 <= seq_len <= max_len = "
-                f"{self.max_len}; got shape {tokens.shape}"
-            )
-        if tokens.size and (tokens.min() < 0 or tokens.max() >= self.vocab):
-            raise ValueError(f"tokens must be ids in [0, {self.vocab}); got values {tokens.min()} to {tokens.max()}")
-        return tokens
+        return _checks_model.tokens(tokens, self.vocab, self.max_len)
 
     def save(self, path, **extra):
-        """Write the checkpoint: the weights in the chapter's layout, ``num_heads``, the history, ``extra``."""
+        """Write the checkpoint: the weights in the chapter's layout, ``num_heads``, the history, ``extra``.
+
+        ``.npz`` is appended to ``path`` if missing (as ``np.savez`` does), and the path
+        written is returned. The file is written atomically: a temporary file in the same
+        folder, then renamed over ``path``, so an interrupted save leaves the previous
+        checkpoint intact. ``extra`` (numbers or text, e.g. ``seed=0``) may not reuse a
+        parameter's name, ``num_heads`` or a ``history.`` name.
+        """
+        _checks_model.parameters(self)
         arrays = dict(self.parameters())
         arrays["num_heads"] = np.array(self.num_heads)
         for name, values in self.history.items():
             arrays[f"history.{name}"] = np.asarray(values)
-        arrays.update({name: np.asarray(value) for name, value in extra.items()})
-        np.savez(path, **arrays)
+        arrays.update(_checks_model.check_extra(extra, set(arrays)))
+        return _checks_model.write_atomic(path, arrays)
 
     @classmethod
     def load(cls, path):
-        """A model from a checkpoint written by :meth:`save` (or by ``python -m mhattn.train``)."""
-        with np.load(path) as data:
-            arrays = {name: data[name] for name in data.files}
-        num_layers = sum(name.endswith(".W_qkv") for name in arrays)
-        vocab, d_model = arrays["embed"].shape
+        """A model from a checkpoint written by :meth:`save` (or by ``python -m mhattn.train``).
+
+        The file is read without pickle. Its names, shapes, dtypes (floats), finiteness and
+        ``num_heads`` (a positive divisor of ``d_model``) are checked; any error names the
+        file and what is wrong.
+        """
+        name = str(path)
+        sizes, params, history = _checks_model.checkpoint_arrays(name, _checks_model.read_checkpoint(path))
         model = cls(
-            num_layers, vocab=vocab, max_len=arrays["pos"].shape[0], d_model=d_model, num_heads=int(arrays["num_heads"])
+            sizes["num_layers"], vocab=sizes["vocab"], max_len=sizes["max_len"], d_model=sizes["d_model"],
+            num_heads=sizes["num_heads"],
         )
-        for name, array in model.parameters().items():
-            if arrays[name].shape != array.shape:
-                raise ValueError(f"checkpoint {path}: {name} has shape {arrays[name].shape}, expected {array.shape}")
-        model.embed, model.pos, model.unembed = arrays["embed"], arrays["pos"], arrays["unembed"]
+        model.embed, model.pos, model.unembed = params["embed"], params["pos"], params["unembed"]
         for i, layer in enumerate(model.layers):
-            layer.W_qkv, layer.W_o = arrays[f"layer{i}.W_qkv"], arrays[f"layer{i}.W_o"]
-        model.history = {name[8:]: array for name, array in arrays.items() if name.startswith("history.")}
+            layer.W_qkv, layer.W_o = params[f"layer{i}.W_qkv"], params[f"layer{i}.W_o"]
+        model.history = history
         return model
 
     def __repr__(self):
@@ -195,7 +207,8 @@ def load_trained(num_layers=2):
     ``num_layers=2`` (the default) is the induction model; ``num_layers=1`` is a one-layer
     model trained the same way, which cannot learn the task.
     """
-    name = {2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}.get(num_layers)
+    shipped = {2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}
+    name = None if isinstance(num_layers, (bool, np.bool_)) else shipped.get(num_layers)  # True is not 1
     if name is None:
         raise ValueError(f"num_layers must be 1 or 2 (the shipped checkpoints); got {num_layers!r}")
     with resources.as_file(resources.files("mhattn") / "data" / name) as path:
@@ -208,14 +221,16 @@ def load_trained(num_layers=2):
 def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN):
     """Sequences whose first ``n`` random tokens repeat once, ``n`` drawn per sequence.
 
-    Each sequence: ``n`` uniform in ``[max_len // 4, max_len // 2]``; tokens ``0..n-1``
-    uniform over the vocabulary; tokens ``n..2n-1`` repeat them; the rest uniform again.
-    Because ``n`` varies, no head can find the earlier occurrence by position alone.
+    Each sequence: ``n`` uniform in ``[max_len // 8, max_len // 2]``; tokens ``0..n-1``
+    uniform over the vocabulary (with replacement, so a token may occur twice in the first
+    copy); tokens ``n..2n-1`` repeat them; tokens from ``2n`` on uniform and independent of
+    everything before. Because ``n`` varies, no fixed offset finds the earlier copy.
 
     Parameters
     ----------
     rng : numpy.random.Generator
     batch_size : int
+    vocab, max_len : int, keyword only
 
     Returns
     -------
@@ -223,7 +238,7 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN):
     n : ndarray of int, shape ``(batch_size,)``
         The length of each sequence's repeated block.
     """
-    n = rng.integers(max_len // 4, max_len // 2 + 1, size=batch_size)  # (batch,)
+    n = rng.integers(max_len // 8, max_len // 2 + 1, size=batch_size)  # (batch,)
     tokens = rng.integers(0, vocab, size=(batch_size, max_len))  # (batch, max_len)
     t = np.arange(max_len)  # (max_len,)
     repeated = (t >= n[:, None]) & (t < 2 * n[:, None])  # (batch, max_len): the second copy
@@ -232,100 +247,53 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN):
 
 
 def repeated_positions(n, max_len=MAX_LEN):
-    """The positions ``t`` in ``[n, 2n - 2]`` whose next token is predictable: ``(batch, max_len)`` bool."""
+    """The positions ``t`` in ``[n, 2n - 2]``, whose next token repeats the first copy: ``(batch, max_len)`` bool."""
     t = np.arange(max_len)
     return (t >= n[:, None]) & (t <= 2 * n[:, None] - 2)
 
 
-def accuracy(logits, tokens, n):
-    """Next-token accuracy on the repeated half: positions ``t`` in ``[n, 2n - 2]`` predicting ``t + 1``."""
-    hits = logits[:, :-1].argmax(axis=-1) == tokens[:, 1:]  # (batch, max_len - 1)
-    scored = repeated_positions(n, tokens.shape[1])[:, :-1]  # (batch, max_len - 1)
-    return float(hits[scored].mean())
+def determined_positions(tokens, n):
+    """The positions of the second copy whose next token the sequence so far determines.
 
-
-def previous_token_scores(weights, n):
-    """Per head, the average weight on key ``t - 1`` over first-half queries ``t`` in ``[1, n - 1]``.
+    Position ``t`` in ``[n, 2n - 2]`` counts when every earlier occurrence of token ``t`` was
+    followed by the same token (which is then token ``t + 1``). Where the first copy holds
+    a token twice with two different successors, copying "what followed it" is ambiguous,
+    and the position does not count.
 
     Parameters
     ----------
-    weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``
+    tokens : ndarray of int, shape ``(batch, seq_len)``
     n : ndarray of int, shape ``(batch,)``
 
     Returns
     -------
-    ndarray of shape ``(num_heads,)``
+    ndarray of bool, shape ``(batch, seq_len)``
     """
-    t = np.arange(1, weights.shape[-1])  # (seq_len - 1,): queries with a previous token
-    on_previous = weights[:, :, t, t - 1]  # (batch, num_heads, seq_len - 1)
-    scored = t[None, :] <= n[:, None] - 1  # (batch, seq_len - 1): t in [1, n - 1]
-    return on_previous.transpose(1, 0, 2)[:, scored].mean(axis=-1)  # (num_heads,)
+    seq_len = tokens.shape[1]
+    successor = np.zeros_like(tokens)  # (batch, seq_len): the token after each position
+    successor[:, :-1] = tokens[:, 1:]
+    same = tokens[:, :, None] == tokens[:, None, :]  # (batch, query t, earlier s): the same token
+    same &= np.tri(seq_len, k=-1, dtype=bool)  # s < t
+    other_successor = same & (successor[:, None, :] != successor[:, :, None])  # (batch, t, s)
+    return repeated_positions(n, seq_len) & ~other_successor.any(axis=-1)
 
 
-def induction_scores(weights, n):
-    """Per head, the average weight on key ``t - n + 1`` (after the earlier occurrence), ``t`` in ``[n, 2n - 2]``."""
-    seq_len = weights.shape[-1]
-    t = np.arange(seq_len)  # (seq_len,)
-    key = np.clip(t[None, :] - n[:, None] + 1, 0, seq_len - 1)  # (batch, seq_len)
-    index = np.broadcast_to(key[:, None, :, None], weights.shape[:3] + (1,))  # (batch, num_heads, seq_len, 1)
-    on_target = np.take_along_axis(weights, index, axis=-1)[..., 0]  # (batch, num_heads, seq_len)
-    scored = repeated_positions(n, seq_len)  # (batch, seq_len)
-    return on_target.transpose(1, 0, 2)[:, scored].mean(axis=-1)  # (num_heads,)
+def accuracy(logits, tokens, n):
+    """Next-token accuracy on the determined positions (:func:`determined_positions`), each predicting ``t + 1``.
 
-
-def duplicate_token_scores(weights, n):
-    """Per head, the average weight on key ``t - n`` (the earlier copy of the token), ``t`` in ``[n, 2n - 1]``."""
-    seq_len = weights.shape[-1]
-    t = np.arange(seq_len)
-    key = np.clip(t[None, :] - n[:, None], 0, seq_len - 1)  # (batch, seq_len)
-    index = np.broadcast_to(key[:, None, :, None], weights.shape[:3] + (1,))
-    on_copy = np.take_along_axis(weights, index, axis=-1)[..., 0]  # (batch, num_heads, seq_len)
-    scored = (t[None, :] >= n[:, None]) & (t[None, :] <= 2 * n[:, None] - 1)  # (batch, seq_len)
-    return on_copy.transpose(1, 0, 2)[:, scored].mean(axis=-1)
-
-
-def measure(model, *, num_sequences=512, seed=2024):
-    """Every number the issue's targets name, on fresh random sequences.
+    Parameters
+    ----------
+    logits : ndarray of shape ``(batch, seq_len, vocab)``
+    tokens : ndarray of int, shape ``(batch, seq_len)``
+    n : ndarray of int, shape ``(batch,)``
 
     Returns
     -------
-    dict
-        ``accuracy``; per layer and head ``previous_token``, ``induction``, ``duplicate_token``
-        (lists of arrays); ``induction_heads`` (layer-1 heads with induction score >= 0.3);
-        ``accuracy_without_layer0``, ``accuracy_without_induction_heads``, and
-        ``accuracy_without_head`` (per layer-1 head).
+    float
     """
-    tokens, n = induction_batch(np.random.default_rng(seed), num_sequences, vocab=model.vocab, max_len=model.max_len)
-    logits, weights = model.forward(tokens)
-    result = {
-        "accuracy": accuracy(logits, tokens, n),
-        "previous_token": [previous_token_scores(w, n) for w in weights],
-        "induction": [induction_scores(w, n) for w in weights],
-        "duplicate_token": [duplicate_token_scores(w, n) for w in weights],
-    }
-    last = len(model.layers) - 1
-    if last >= 1:
-        result["accuracy_without_layer0"] = accuracy(model.forward(tokens, ablate=[(0, None)])[0], tokens, n)
-    heads = [int(h) for h in np.flatnonzero(result["induction"][last] >= 0.3)]
-    result["induction_heads"] = heads
-    ablate = [(last, h) for h in heads]
-    result["accuracy_without_induction_heads"] = accuracy(model.forward(tokens, ablate=ablate)[0], tokens, n)
-    result["accuracy_without_head"] = [
-        accuracy(model.forward(tokens, ablate=[(last, h)])[0], tokens, n) for h in range(model.num_heads)
-    ]
-    return result
-
-
-def targets(result):
-    """The issue's targets, pass or fail, from :func:`measure`'s result: ``{name: bool}``."""
-    acc = result["accuracy"]
-    return {
-        "accuracy >= 0.9": acc >= 0.9,
-        "a layer-0 previous-token head (>= 0.6)": bool(result["previous_token"][0].max() >= 0.6),
-        "zeroing layer 0 costs >= 0.4": acc - result.get("accuracy_without_layer0", acc) >= 0.4,
-        "a layer-1 induction head (>= 0.5)": bool(result["induction"][-1].max() >= 0.5),
-        "zeroing the induction heads costs >= 0.4": acc - result["accuracy_without_induction_heads"] >= 0.4,
-    }
+    hits = logits[:, :-1].argmax(axis=-1) == tokens[:, 1:]  # (batch, seq_len - 1)
+    scored = determined_positions(tokens, n)[:, :-1]  # (batch, seq_len - 1)
+    return float(hits[scored].mean())
 
 
 # --- letters for people --------------------------------------------------------------------

@@ -6,6 +6,7 @@ from . import _checks, grad
 from ._checks import checked, forward_args
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
+from .positions import apply_rope, rope_settings
 
 
 class MultiHeadAttention:
@@ -37,10 +38,22 @@ class MultiHeadAttention:
         ``num_heads``. Query head ``h`` uses key/value head ``h // (num_heads // num_kv_heads)``
         (PyTorch's ``enable_gqa`` convention). 1 is multi-query attention (Shazeer 2019).
         ``None`` (the default) means ``num_heads``: ordinary multi-head attention.
+    rope : bool, keyword only, default False
+        Rotary position embeddings (Su et al. 2021; notebook 08): after the heads are split,
+        every query and key is rotated by its absolute position with
+        :func:`mhattn.positions.apply_rope` (pairs ``i``, ``i + d_k / 2``), so the scores depend
+        on the positions only through ``i - j``. Needs an even ``d_k``. With a ``kv_cache``,
+        the new tokens sit at positions ``len(cache)`` onwards, and their keys are cached
+        already rotated. Cross-attention (``context=``) is refused: queries and keys from two
+        different sequences share no positions.
+    rope_base : float > 0, keyword only, default 10000.0
+        The base of RoPE's frequencies, ``theta_i = rope_base ** (-2 i / d_k)``.
 
     Attributes
     ----------
     d_model, num_heads, num_kv_heads, d_k : int
+    rope : bool
+    rope_base : float
     W_qkv : ndarray of shape ``(d_model, d_model + 2 * num_kv_heads * d_k)``
         Columns ``[0, d_model)`` make queries, the next ``num_kv_heads * d_k`` keys, the
         rest values; ``(d_model, 3 * d_model)`` without grouping. Query head ``h`` owns
@@ -61,9 +74,10 @@ class MultiHeadAttention:
     ((2, 10, 64), (2, 4, 10, 10))
     """
 
-    def __init__(self, d_model, num_heads, seed=42, *, num_kv_heads=None):
+    def __init__(self, d_model, num_heads, seed=42, *, num_kv_heads=None, rope=False, rope_base=10000.0):
         self.d_model, self.num_heads, self.num_kv_heads = _checks.head_counts(d_model, num_heads, num_kv_heads)
         self.d_k = self.d_model // self.num_heads
+        self.rope, self.rope_base = rope_settings(rope, rope_base, self.d_k)
         rng = np.random.RandomState(_checks.seed(seed))
         scale = np.sqrt(2.0 / self.d_model)  # He initialisation (made for ReLU layers): here it doubles the variance
         width = self.d_model + 2 * self.num_kv_heads * self.d_k  # queries, keys, values
@@ -77,8 +91,9 @@ class MultiHeadAttention:
         Parameters
         ----------
         x : ndarray of shape ``(batch, seq_q, d_model)``
-            float32 in gives float32 out; float16 is computed in float32 and returned as
-            float16; anything else is computed in float64.
+            float32, float64 and longdouble are computed and returned in their own dtype;
+            float16 is computed in float32 and returned as float16; integers become float64.
+            The weights are cast to the compute dtype.
         mask : ndarray of bool, optional
             True where a query may attend to a key: ``(seq_q, seq_k)`` or
             ``(batch or 1, num_heads or 1, seq_q or 1, seq_k)`` (see :func:`mhattn.causal_mask`,
@@ -110,6 +125,9 @@ class MultiHeadAttention:
         Q = split_heads(Q, self.num_heads)  # (batch, num_heads, seq_q, d_k)
         K = split_heads(K, self.num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k)
         V = split_heads(V, self.num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k)
+        if self.rope:  # rotary positions (notebook 08): after any cached tokens, rotated once, before caching
+            positions = np.arange(x.shape[1]) + (0 if kv_cache is None else len(kv_cache))  # (seq_q,)
+            Q, K = apply_rope(Q, positions, self.rope_base), apply_rope(K, positions, self.rope_base)  # same shapes
         if kv_cache is not None:  # decoding: add this step's keys and values to the earlier ones
             K, V, mask = kv_cache.extend(K, V, owner=self)  # (batch, num_kv_heads, seq_k, d_k) x 2, causal mask
         group = self.num_heads // self.num_kv_heads  # query heads per key/value head
@@ -143,6 +161,7 @@ class MultiHeadAttention:
 
     def __repr__(self):
         grouped = "" if self.num_kv_heads == self.num_heads else f", num_kv_heads={self.num_kv_heads}"
+        grouped += f", rope=True, rope_base={self.rope_base:g}" if self.rope else ""
         return f"MultiHeadAttention(d_model={self.d_model}, num_heads={self.num_heads}{grouped}, d_k={self.d_k})"
 
     def vjp(self, x, mask=None):

@@ -5,11 +5,15 @@ Every function takes plain arrays, draws with matplotlib and returns the ``Figur
 computes attention: the numbers come from the rest of the package.
 """
 
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.lines import Line2D
 
 from . import _checks
+from ._optional import require
+
+# matplotlib comes with the chapter's extra (mhattn's core needs NumPy only): without it,
+# importing this module raises an ImportError that says `pip install "mhattn[chapter]"`.
+plt = require("matplotlib.pyplot")
+Line2D = require("matplotlib.lines").Line2D
 
 #: The colour map of every heatmap: light = little weight, dark = much.
 WEIGHTS_CMAP = "Blues"
@@ -98,7 +102,7 @@ def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", 
     if annotate:
         for (i, j), value in np.ndenumerate(weights):
             dark = value > 0.6 * vmax
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=10, color="white" if dark else "black")
     return image
 
 
@@ -119,9 +123,11 @@ def plot_heads(weights, tokens=None, *, title=None, vmax=1.0, annotate=True, fig
         weight, so the panels (and separate figures) are comparable with each other. None
         uses the largest weight of all heads.
     annotate : bool, default True
-        Write each weight in its cell.
+        Write each weight in its cell (10 pt: pass False when the cells are too small
+        for four characters, from about 12 positions per panel).
     figsize : (float, float), optional
-        Default: 2.9 inches per head plus room for the colour bar, 3.6 inches high.
+        Default: the width of a book's column, 7.5 inches (4.5 for one head), with the
+        panels in rows of at most three (two for two or four heads), each about square.
 
     Returns
     -------
@@ -130,15 +136,25 @@ def plot_heads(weights, tokens=None, *, title=None, vmax=1.0, annotate=True, fig
     """
     weights = _weights("weights", weights, 3, "(num_heads, seq_q, seq_k)")
     num_heads = weights.shape[0]
+    columns = {1: 1, 2: 2, 4: 2}.get(num_heads, 3)
+    rows = -(-num_heads // columns)
     if figsize is None:
-        figsize = (2.9 * num_heads + 1.0, 3.6)
-    fig, axes = plt.subplots(1, num_heads, figsize=figsize, layout="constrained", squeeze=False)
+        width = 4.5 if num_heads == 1 else 7.5
+        panel = (width - 1.0) / columns  # inches, the colour bar beside
+        figsize = (width, rows * (panel + 0.6) + (0.4 if title is not None else 0.0))
+    fig, grid = plt.subplots(rows, columns, figsize=figsize, layout="constrained", squeeze=False)
+    axes = grid.ravel()
+    for ax in axes[num_heads:]:  # a last row with fewer heads
+        ax.set_axis_off()
+    axes = axes[:num_heads]
     vmax = float(weights.max()) if vmax is None else float(vmax)
-    for h, ax in enumerate(axes[0]):
+    for h, ax in enumerate(axes):
         image = plot_attention(weights[h], tokens, ax=ax, title=f"head {h}", vmax=vmax, annotate=annotate)
-        if h > 0:
+        if h % columns:
             ax.set_ylabel("")
-    fig.colorbar(image, ax=axes[0].tolist(), label="attention weight", fraction=0.03, pad=0.02)
+        if h < num_heads - columns:  # a head below it shows the keys' label
+            ax.set_xlabel("")
+    fig.colorbar(image, ax=grid.ravel().tolist(), label="attention weight", fraction=0.03, pad=0.02)
     if title is not None:
         fig.suptitle(title)
     return fig
@@ -224,7 +240,7 @@ def plot_embedding_shift(
             arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.3, "shrinkA": 6, "shrinkB": 6, "alpha": 0.8},
         )
     for (x, y), label in zip(inputs_2d if label_at == "inputs" else outputs_2d, labels, strict=True):
-        ax.annotate(label, (x, y), xytext=(7, 7), textcoords="offset points", fontsize=9)
+        ax.annotate(label, (x, y), xytext=(7, 7), textcoords="offset points", fontsize=10)
 
     def axis_label(k):
         share = "" if explained is None else f" ({explained[k]:.0%} of variance)"

@@ -5,27 +5,30 @@ From a terminal::
     python -m mhattn.train --layers 2 --seed 0 --out induction.npz
 
 One step: draw a batch of induction sequences, run the model forward through each layer's
-:meth:`MultiHeadAttention.vjp`, take the cross-entropy on the repeated half, run the chain
+:meth:`MultiHeadAttention.vjp`, take the cross-entropy of every next token, run the chain
 rule backwards layer by layer, and let Adam move every weight. Everything is seeded: the
 same seed on the same machine gives the same checkpoint, bit for bit.
 """
 
-import argparse
 import ctypes
+import math
+import numbers
 import sys
 import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from . import _checks
+from . import _checks, _checks_model, _cli
+from .circuits import claims, icl_tokens, in_context_learning_score, measure, repeated_random_tokens
 from .masks import causal_mask
-from .model import InductionModel, accuracy, induction_batch, measure, repeated_positions, targets
+from .model import InductionModel, accuracy, induction_batch
 
 STEPS = 1500  #: default number of training steps
 LEARNING_RATE = 3e-3  #: Adam's step size
 BATCH_SIZE = 64  #: sequences per step
-EVAL_EVERY = 50  #: steps between the history's entries
+EVAL_EVERY = 5  #: steps between the history's entries (dense enough to draw the phase change)
+PROBE_SIZE = 64  #: sequences of repeated random tokens on which the history measures the ICL score
 
 
 def cross_entropy(logits, targets):
@@ -64,7 +67,8 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     model : InductionModel
     tokens : ndarray of int, shape ``(batch, max_len)``
     n : ndarray of int, shape ``(batch,)``
-        Repeated-block lengths: the loss counts positions ``t`` in ``[n, 2n - 2]``.
+        Repeated-block lengths (checked). The loss is a language model's: the mean
+        cross-entropy of every next token, predictable or not.
     dtype : float32 or float64
         The dtype to compute in (the weights stay float64).
 
@@ -74,7 +78,16 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     grads : dict
         One gradient per entry of ``model.parameters()``, same shape.
     logits : ndarray of shape ``(batch, max_len, vocab)``
+
+    Raises
+    ------
+    TypeError, ValueError
+        For tokens, ``n`` or ``dtype`` out of their ranges, or a parameter that is not finite.
+    FloatingPointError
+        If the loss overflows (weights far too large: a diverged run).
     """
+    tokens, n = _checks_model.scored_batch(model, tokens, n)
+    dtype = compute_dtype(dtype)
     batch, seq_len = tokens.shape
     embed, pos, unembed = (p.astype(dtype) for p in (model.embed, model.pos, model.unembed))
     mask = causal_mask(seq_len)  # (seq_len, seq_len)
@@ -86,9 +99,11 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
         backwards.append(backward)
         h = h + out  # (batch, seq_len, d_model)
     logits = h @ unembed  # (batch, seq_len, vocab)
-    scored = repeated_positions(n, seq_len)  # (batch, seq_len): t in [n, 2n - 2], predicting t + 1
+    scored = np.broadcast_to(np.arange(seq_len) < seq_len - 1, (batch, seq_len))  # every t with a token t + 1
     next_tokens = np.roll(tokens, -1, axis=1)  # (batch, seq_len): token t + 1 (wraps at the end, never scored)
     loss, d_scored = cross_entropy(logits[scored], next_tokens[scored])  # (count, vocab): only the scored rows
+    if not math.isfinite(loss):
+        raise FloatingPointError(f"the loss overflowed {np.dtype(dtype)} (got {loss}): the weights are far too large")
 
     grads = {}
     d_logits = np.zeros_like(logits)  # (batch, seq_len, vocab): positions that do not count get no gradient
@@ -123,6 +138,7 @@ class Adam:
     """
 
     def __init__(self, params, lr=LEARNING_RATE, beta1=0.9, beta2=0.999, eps=1e-8):
+        lr = learning_rate(lr)
         self.params, self.lr, self.beta1, self.beta2, self.eps = params, lr, beta1, beta2, eps
         self.m = {name: np.zeros_like(p) for name, p in params.items()}
         self.v = {name: np.zeros_like(p) for name, p in params.items()}
@@ -157,12 +173,17 @@ def train(
     ----------
     num_layers : int, default 2
     seed : int, keyword only
-        Seeds the initial weights and the training batches (two independent streams).
+        Seeds independent streams, children of ``np.random.SeedSequence(seed)``: the initial
+        weights come from ``spawn(2)[0]`` (:func:`initial_model`), the training batches from
+        ``np.random.default_rng(spawn(2)[1])``, one :func:`induction_batch` per step.
     steps, lr, batch_size : keyword only
     dtype : float32 or float64, keyword only
         The compute dtype; the weights are kept in float64.
     eval_every : int, keyword only
-        Every this many steps the history records the step, the batch's loss and its accuracy.
+        Every this many steps (and at step 1) the history records the step, the batch's loss,
+        its accuracy, and the in-context learning score
+        (:func:`mhattn.circuits.in_context_learning_score`) on a fixed probe of
+        ``PROBE_SIZE`` sequences of repeated random tokens, drawn from a third seeded stream.
     progress : bool, keyword only
         Show a tqdm progress bar (terminal or Jupyter).
     threads : int, keyword only, default 1
@@ -171,17 +192,21 @@ def train(
         waits for a free core stalls every product: we measured 10 ms per step with one
         thread and 105 ms with two on this 2-core machine while other jobs ran.
     """
+    num_layers = _checks.positive_int("num_layers", num_layers)
     seed = _checks.seed(seed)
     steps = _checks.positive_int("steps", steps)
+    lr = learning_rate(lr)
     batch_size = _checks.positive_int("batch_size", batch_size)
+    eval_every = _checks.positive_int("eval_every", eval_every)
+    progress = _checks.flag("progress", progress)
     threads = _checks.positive_int("threads", threads)
-    dtype = np.dtype(dtype)
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype}")
+    dtype = compute_dtype(dtype)
     model = initial_model(num_layers, seed)
     data = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # the batches' own stream
     optimizer = Adam(model.parameters(), lr=lr)
-    history = {"step": [], "loss": [], "accuracy": []}
+    probe_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])  # the probe's own stream
+    probe = repeated_random_tokens(probe_rng, PROBE_SIZE, model.max_len // 2, model.vocab)  # (64, max_len)
+    history = {"step": [], "loss": [], "accuracy": [], "icl_score": []}
     bar = _progress_bar(steps) if progress else None
     with threadpool_limits(limits=threads, user_api="blas"):
         for step in range(1, steps + 1):
@@ -192,14 +217,15 @@ def train(
                 history["step"].append(step)
                 history["loss"].append(loss)
                 history["accuracy"].append(accuracy(logits, tokens, n))
+                probe_logits = model.forward(probe)[0]  # (64, max_len, vocab)
+                history["icl_score"].append(in_context_learning_score(probe_logits, probe, *icl_tokens(model.max_len)))
                 if bar is not None:
                     bar.set_postfix(loss=f"{loss:.3f}", accuracy=f"{history['accuracy'][-1]:.2f}", refresh=False)
             if bar is not None:
                 bar.update()
     if bar is not None:
         bar.close()
-    model.history = {"step": np.array(history["step"]), "loss": np.array(history["loss"]),
-                     "accuracy": np.array(history["accuracy"])}
+    model.history = {name: np.array(values) for name, values in history.items()}
     return model
 
 
@@ -224,6 +250,26 @@ def keep_freed_memory():
     return all(libc.mallopt(option, value) == 1 for option, value in settings)
 
 
+def learning_rate(lr):
+    """``lr`` as a float, or raise unless it is a finite number > 0 (a negative step climbs the loss)."""
+    if isinstance(lr, (bool, np.bool_)) or not isinstance(lr, numbers.Real):
+        raise TypeError(f"lr must be a finite float > 0; got {lr!r} of type {type(lr).__name__}")
+    if not (math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a finite float > 0; got {lr}")
+    return float(lr)
+
+
+def compute_dtype(dtype):
+    """``dtype`` as float32 or float64, or raise."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be float32 or float64; got {dtype!r}") from None
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64; got {dtype}")
+    return dtype
+
+
 def initial_model(num_layers=2, seed=0):
     """The untrained model that :func:`train` starts from with this ``seed`` (for before/after pictures)."""
     init_seed = np.random.SeedSequence(_checks.seed(seed)).spawn(2)[0]  # the weights' stream
@@ -237,18 +283,8 @@ def _progress_bar(total):
 
 
 def main(argv=None):
-    """The command line: train, save, and print the targets."""
-    parser = argparse.ArgumentParser(prog="python -m mhattn.train", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--layers", type=int, default=2, help="attention layers (default 2)")
-    parser.add_argument("--seed", type=int, default=0, help="seeds the weights and the batches (default 0)")
-    parser.add_argument("--steps", type=int, default=STEPS, help=f"training steps (default {STEPS})")
-    parser.add_argument("--lr", type=float, default=LEARNING_RATE, help=f"Adam's step size (default {LEARNING_RATE})")
-    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE, help=f"sequences per step (default {BATCH_SIZE})")
-    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32", help="compute dtype")
-    parser.add_argument("--out", required=True, help="where to write the checkpoint (.npz)")
-    parser.add_argument("--threads", type=int, default=1, help="BLAS threads (default 1; see train())")
-    parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
+    """The command line: train, save, and print what the heads learned (:func:`mhattn.circuits.measure`)."""
+    args = _cli.parse(argv)
     start = time.perf_counter()
     keep_freed_memory()  # the command's own process: twice as fast on Linux, no effect on the numbers
     model = train(
@@ -256,14 +292,15 @@ def main(argv=None):
         dtype=np.dtype(args.dtype), progress=not args.quiet, threads=args.threads,
     )
     seconds = time.perf_counter() - start
-    model.save(args.out, seed=args.seed, steps=args.steps, lr=args.lr, batch_size=args.batch_size, seconds=seconds)
+    settings = {"seed": args.seed, "steps": args.steps, "lr": args.lr, "batch_size": args.batch_size}
+    out = model.save(args.out, **settings, seconds=seconds)  # the path written: args.out, .npz appended if missing
     result = measure(model)
-    print(f"trained {args.steps} steps in {seconds:.1f} s; saved {args.out}")
-    print(f"accuracy on the repeated half: {result['accuracy']:.3f}")
+    print(f"trained {args.steps} steps in {seconds:.1f} s; saved {out}")
+    print(f"accuracy on the predictable positions: {result['accuracy']:.3f}")
     for i, scores in enumerate(result["previous_token"]):
-        print(f"layer {i} previous-token scores: {np.round(scores, 2)}; induction scores: "
-              f"{np.round(result['induction'][i], 2)}")
-    for name, ok in targets(result).items():
+        print(f"layer {i} previous-token scores: {np.round(scores, 2)}; prefix-matching scores: "
+              f"{np.round(result['prefix_matching'][i], 2)}; copying scores: {np.round(result['copying'][i], 2)}")
+    for name, ok in claims(result).items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
     return 0
 

@@ -43,29 +43,31 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from mhattn.figures import save_figure
 from mhattn.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
-FIGURES = Path("../figures")  # the notebooks run with the notebooks/ folder as working directory
-FIGURES.mkdir(exist_ok=True)
+# the notebooks run with the notebooks/ folder as working directory
+FIGURES = Path("../figures")
 rng = np.random.default_rng(0)
 
 # %% [markdown]
 # ## Queries, keys and values
 #
-# Think of a dictionary that answers fuzzy questions. Each entry has a **key** (what it is
-# about) and a **value** (what it says). A **query** is compared with every key by a dot
-# product; the softmax of those scores (notebook 01) says how much of each value goes into
-# the answer:
+# Think of a dictionary that answers fuzzy questions. Each entry has a **key** (what it
+# is about) and a **value** (what it says). A **query** is compared with every key by a
+# dot product; the softmax of those scores (notebook 01) says how much of each value
+# goes into the answer:
 #
-# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
+# $$\operatorname{Attention}(Q, K, V)
+#   = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right) V$$
 #
 # | array | shape | one row is |
 # |---|---|---|
 # | `Q` | `(seq_q, d_k)` | one query |
 # | `K` | `(seq_k, d_k)` | one key, same width as the queries so they can be dotted |
 # | `V` | `(seq_k, d_v)` | the value stored under the key in the same row |
-# | `Q @ K.T`, the weights | `(seq_q, seq_k)` | one query's score for (weight on) every key |
+# | `Q @ K.T`, weights | `(seq_q, seq_k)` | one query's score (weight) for each key |
 # | output | `(seq_q, d_v)` | one query's answer: a weighted average of the value rows |
 #
 # In self-attention `Q`, `K` and `V` all come from the same sequence and
@@ -79,25 +81,40 @@ rng = np.random.default_rng(0)
 # %%
 K = 4.0 * np.eye(4, 6)  # 4 keys, d_k = 6
 V = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [2.0, 3.0]])  # 4 values, d_v = 2
-Q = np.array([
-    K[2],                # looks exactly like key 2
-    (K[0] + K[1]) / 2,   # halfway between keys 0 and 1
-    np.zeros(6),         # looks like nothing in particular
-])  # 3 queries, d_k = 6
+Q = np.array(
+    [
+        K[2],  # looks exactly like key 2
+        (K[0] + K[1]) / 2,  # halfway between keys 0 and 1
+        np.zeros(6),  # looks like nothing in particular
+    ]
+)  # 3 queries, d_k = 6
 
 output, weights = scaled_dot_product_attention(Q, K, V)
-print("shapes: Q", Q.shape, " K", K.shape, " V", V.shape, " weights", weights.shape, " output", output.shape)
+print(
+    "shapes: Q",
+    Q.shape,
+    " K",
+    K.shape,
+    " V",
+    V.shape,
+    " weights",
+    weights.shape,
+    " output",
+    output.shape,
+)
 print("weights (one row per query, one column per key):\n", weights)
 print("output (one row per query):\n", output)
 
 # %% [markdown]
-# The first query puts over 99 % of its weight on key 2 and answers almost exactly `V[2]`.
-# The second splits almost all of its weight between keys 0 and 1 (0.482 each) and answers
-# almost the average of their values, `[0.5, 0.5]`; the small weights on keys 2 and 3
-# (0.018 each) add the rest, which is why it reads `[0.5, 0.537]`. The third scores every
-# key the same, so it gets the plain mean of all four values, `[0.5, 1]`.
+# The first query puts over 99 % of its weight on key 2 and answers almost exactly
+# `V[2]`. The second splits almost all of its weight between keys 0 and 1 (0.482 each)
+# and answers almost the average of their values, `[0.5, 0.5]`; the small weights on
+# keys 2 and 3 (0.018 each) add the rest, which is why it reads `[0.5, 0.537]`. The
+# third scores every key the same, so it gets the plain mean of all four values,
+# `[0.5, 1]`.
 #
-# Attention is a *soft* lookup: it blends, and the blend changes smoothly with the query.
+# Attention is a *soft* lookup: it blends, and the blend changes smoothly with the
+# query.
 #
 # ## The code
 #
@@ -111,24 +128,28 @@ print("output (one row per query):\n", output)
 show_source(scaled_dot_product_attention)
 
 # %% [markdown]
-# Read the body against the formula: the scores `Q @ K.T / sqrt(d_k)` (`swapaxes(-1, -2)`
-# is a transpose of the last two axes only, so any leading batch and head axes pass
-# through), the mask, the softmax over the keys (`axis=-1`), and the weighted sum
-# `weights @ V`. Two lines need a word:
+# Read the body against the formula: the scores `(Q / sqrt(d_k)) @ K.T`
+# (`swapaxes(-1, -2)` is a transpose of the last two axes only, so any leading batch and
+# head axes pass through), the mask, the softmax over the keys (`axis=-1`), and the
+# weighted sum `weights @ V`. Two lines need a word:
 #
-# - the mask sets every forbidden score to `-inf`, so that its weight, $e^{-\infty} = 0$,
-#   is exactly zero; the masks section below shows them at work;
+# - the mask sets every forbidden score to `-inf`, so that its weight,
+#   $e^{-\infty} = 0$, is exactly zero; the masks section below shows them at work;
 # - `dropout_p` is for training only (each weight is dropped with that probability, the
 #   rest rescaled); it is 0 by default, and this chapter never uses it.
 #
-# The scale is `math.sqrt`, a Python `float`, and not `np.sqrt`; we will see below why
-# that matters.
+# Two details of the first lines matter, and we will meet both again. `d_k` is made a
+# number of Q's own dtype before its square root is taken: a NumPy `float64` scalar
+# would silently turn float32 work into float64 (see below). And Q is divided by
+# $\sqrt{d_k}$ *before* the product: same numbers, but `Q @ K.T` alone can overflow
+# where the scaled scores still fit.
 #
 # Let us check the package against an independent, slow version: a plain loop over the
 # batch, the heads and the queries, one dot product at a time.
 
 # %%
-batch, num_heads, seq_q, seq_k, d_k, d_v = 2, 3, 4, 5, 6, 7  # every axis a different length
+# every axis a different length
+batch, num_heads, seq_q, seq_k, d_k, d_v = 2, 3, 4, 5, 6, 7
 Qb = rng.normal(size=(batch, num_heads, seq_q, d_k))
 Kb = rng.normal(size=(batch, num_heads, seq_k, d_k))
 Vb = rng.normal(size=(batch, num_heads, seq_k, d_v))
@@ -137,26 +158,32 @@ expected = np.zeros((batch, num_heads, seq_q, d_v))
 for b in range(batch):
     for h in range(num_heads):
         for i in range(seq_q):
-            scores_i = [Qb[b, h, i] @ Kb[b, h, j] / math.sqrt(d_k) for j in range(seq_k)]
+            scores_i = [
+                Qb[b, h, i] @ Kb[b, h, j] / math.sqrt(d_k) for j in range(seq_k)
+            ]
             expected[b, h, i] = softmax(np.array(scores_i)) @ Vb[b, h]
 
 out_b, w_b = scaled_dot_product_attention(Qb, Kb, Vb)
 print("output", out_b.shape, "matches the loop:", np.allclose(out_b, expected))
-print("weights", w_b.shape, "every row sums to one:", np.allclose(w_b.sum(axis=-1), 1.0))
+print(
+    "weights", w_b.shape, "every row sums to one:", np.allclose(w_b.sum(axis=-1), 1.0)
+)
 
 # %% [markdown]
 # ## Why divide by $\sqrt{d_k}$?
 #
 # Suppose the entries of a query $q$ and a key $k$ are independent with mean 0 and
-# variance 1, which is roughly what a well-initialised network produces. Their dot product
-# $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$ independent terms, each with
-# mean 0 and variance 1, so
+# variance 1, which is roughly what a well-initialised network produces. Their dot
+# product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of $d_k$ independent terms,
+# each with mean 0 and variance 1, so
 #
-# $$\operatorname{Var}(q \cdot k) = d_k, \qquad \operatorname{std}(q \cdot k) = \sqrt{d_k}.$$
+# $$\operatorname{Var}(q \cdot k) = d_k, \qquad
+#   \operatorname{std}(q \cdot k) = \sqrt{d_k}.$$
 #
-# The wider the head, the more spread out the scores, and notebook 01 showed what spread-out
-# scores do to a softmax: they push it towards one-hot. Dividing by $\sqrt{d_k}$ brings the
-# variance back to 1 whatever the width. Here is the claim measured:
+# The wider the head, the more spread out the scores, and notebook 01 showed what
+# spread-out scores do to a softmax: they push it towards one-hot. Dividing by
+# $\sqrt{d_k}$ brings the variance back to 1 whatever the width. Here is the claim
+# measured:
 
 # %%
 widths = [4, 16, 64, 256, 1024]
@@ -165,14 +192,17 @@ for width in widths:
     q = rng.normal(size=(10_000, width))
     k = rng.normal(size=(10_000, width))
     dots = np.einsum("nd,nd->n", q, k)  # 10,000 independent dot products
-    rows.append(f"{width:4d} {dots.var():10.1f} {dots.std():10.1f} {(dots / math.sqrt(width)).var():22.2f}")
+    rows.append(
+        f"{width:4d} {dots.var():10.1f} {dots.std():10.1f} "
+        f"{(dots / math.sqrt(width)).var():22.2f}"
+    )
 print("\n".join(rows))
 
 # %% [markdown]
-# The variance grows in step with $d_k$, and the scaled version stays near 1 (up to a few
-# per cent of sampling noise). What does the unscaled growth do to the weights? Below, for
-# each width, 200 queries each attend to their own 16 random keys; we record the largest
-# weight in each row: $1/16$ for a uniform row, 1 for a one-hot row.
+# The variance grows in step with $d_k$, and the scaled version stays near 1 (up to a
+# few per cent of sampling noise). What does the unscaled growth do to the weights?
+# Below, for each width, 200 queries each attend to their own 16 random keys; we record
+# the largest weight in each row: $1/16$ for a uniform row, 1 for a one-hot row.
 
 # %%
 num_keys, num_queries = 16, 200
@@ -186,45 +216,64 @@ for width in all_widths:
     top_unscaled.append(softmax(scores).max(axis=-1).mean())
     top_scaled.append(softmax(scores / math.sqrt(width)).max(axis=-1).mean())
 
-fig, (ax_std, ax_top) = plt.subplots(1, 2, figsize=(11, 4))
+fig, (ax_std, ax_top) = plt.subplots(2, 1, figsize=(7.5, 8))
 ax_std.loglog(all_widths, score_std, "o-", label="measured std of q · k")
-ax_std.loglog(all_widths, np.sqrt(all_widths), "k--", linewidth=1, label=r"$\sqrt{d_k}$")
+ax_std.loglog(
+    all_widths, np.sqrt(all_widths), "k--", linewidth=1, label=r"$\sqrt{d_k}$"
+)
 ax_std.set_xlabel("head width $d_k$ (log scale)")
 ax_std.set_ylabel("standard deviation of the scores (log scale)")
 ax_std.set_title(r"Unscaled dot products spread like $\sqrt{d_k}$")
 ax_std.legend()
 
-ax_top.semilogx(all_widths, top_unscaled, "o-", color="tab:red", label=r"softmax($q \cdot k$), unscaled")
-ax_top.semilogx(all_widths, top_scaled, "o-", color="tab:blue", label=r"softmax($q \cdot k / \sqrt{d_k}$)")
-ax_top.axhline(1 / num_keys, color="gray", linestyle="--", linewidth=1, label="uniform, 1/16")
+ax_top.semilogx(
+    all_widths,
+    top_unscaled,
+    "o-",
+    color="tab:red",
+    label=r"softmax($q \cdot k$), unscaled",
+)
+ax_top.semilogx(
+    all_widths,
+    top_scaled,
+    "o-",
+    color="tab:blue",
+    label=r"softmax($q \cdot k / \sqrt{d_k}$)",
+)
+ax_top.axhline(
+    1 / num_keys, color="gray", linestyle="--", linewidth=1, label="uniform, 1/16"
+)
 ax_top.set_xlabel("head width $d_k$ (log scale)")
 ax_top.set_ylabel("largest weight in a row (mean of 200)")
 ax_top.set_ylim(0, 1.02)
 ax_top.set_title("Without scaling, the softmax saturates to one-hot")
 ax_top.legend(loc="center right")
 fig.tight_layout()
-fig.savefig(FIGURES / "02_why_scale.png", dpi=100, metadata={"Software": None})
+save_figure(fig, FIGURES / "02_why_scale.png")
 plt.show()
 
 for width in (64, 1024):
     n = int(np.log2(width))
-    print(f"d_k = {width:4d}: largest weight {top_unscaled[n]:.2f} unscaled, {top_scaled[n]:.2f} scaled")
+    print(
+        f"d_k = {width:4d}: largest weight {top_unscaled[n]:.2f} unscaled, "
+        f"{top_scaled[n]:.2f} scaled"
+    )
 
 # %% [markdown]
 # Without the scale, a head of width 64 already puts most of a typical row's weight on a
 # single key, and the share climbs towards 1 as the heads get wider. This happens at the
-# start of training, with random weights, before the model has learned anything. Worse, a
-# saturated softmax barely learns: the derivative of a weight $p$ with respect to its own
-# score is $p(1 - p)$, which is close to 0 when $p$ is close to 0 or 1. With the scale,
-# the typical row stays equally decisive at every width.
+# start of training, with random weights, before the model has learned anything. Worse,
+# a saturated softmax barely learns: the derivative of a weight $p$ with respect to its
+# own score is $p(1 - p)$, which is close to 0 when $p$ is close to 0 or 1. With the
+# scale, the typical row stays equally decisive at every width.
 #
 # ## Common bug: dividing by $\sqrt{d_\text{model}}$
 #
-# In multi-head attention (notebook 03) the model width `d_model` is cut into `num_heads`
-# heads of width `d_k = d_model // num_heads`, and each head's dot products run over its
-# own `d_k` entries only. Dividing by $\sqrt{d_\text{model}}$ shrinks the scores by an
-# extra factor $\sqrt{\text{num\_heads}}$, and the weights drift towards uniform. Like
-# the others in this chapter, this bug raises no error.
+# In multi-head attention (notebook 03) the model width `d_model` is cut into
+# `num_heads` heads of width `d_k = d_model // num_heads`, and each head's dot products
+# run over its own `d_k` entries only. Dividing by $\sqrt{d_\text{model}}$ shrinks the
+# scores by an extra factor $\sqrt{\text{num\_heads}}$, and the weights drift towards
+# uniform. Like the others in this chapter, this bug raises no error.
 
 # %%
 d_model, num_heads = 512, 8
@@ -232,10 +281,16 @@ d_k = d_model // num_heads  # 64
 q = rng.normal(size=(num_queries, 1, d_k))
 k = rng.normal(size=(num_queries, num_keys, d_k))
 dots = (q * k).sum(axis=-1)  # one head's scores, (200 queries, 16 keys)
-for name, divisor in [("sqrt(d_k)    ", math.sqrt(d_k)), ("sqrt(d_model)", math.sqrt(d_model))]:
+for name, divisor in [
+    ("sqrt(d_k)    ", math.sqrt(d_k)),
+    ("sqrt(d_model)", math.sqrt(d_model)),
+]:
     scaled = dots / divisor
-    print(f"divide by {name} = {divisor:5.2f}: score std {scaled.std():.2f}, "
-          f"largest weight {softmax(scaled).max(axis=-1).mean():.3f} (uniform: {1 / num_keys:.3f})")
+    print(
+        f"divide by {name} = {divisor:5.2f}: score std {scaled.std():.2f}, largest "
+        f"weight {softmax(scaled).max(axis=-1).mean():.3f} (uniform: "
+        f"{1 / num_keys:.3f})"
+    )
 
 # %% [markdown]
 # The package cannot make this mistake: `scaled_dot_product_attention` reads $d_k$ from
@@ -244,29 +299,35 @@ for name, divisor in [("sqrt(d_k)    ", math.sqrt(d_k)), ("sqrt(d_model)", math.
 #
 # ## Common bug: float32 turned into float64 by `np.sqrt`
 #
-# Models usually compute in float32. `np.sqrt(d_k)` returns a NumPy `float64` scalar, and
-# since NumPy 2 such a scalar keeps its full precision in arithmetic: a float32 array
-# divided by it becomes a float64 array. Everything after that line then runs in float64,
-# with twice the memory and noticeably slower, and no warning. A Python `float`
-# (`math.sqrt`) or a float32 scalar leaves the dtype alone.
+# Models usually compute in float32. `np.sqrt(d_k)` returns a NumPy `float64` scalar,
+# and since NumPy 2 such a scalar keeps its full precision in arithmetic: a float32
+# array divided by it becomes a float64 array. Everything after that line then runs in
+# float64, with twice the memory and noticeably slower, and no warning. A Python `float`
+# (`math.sqrt`) or a scalar of the array's own dtype leaves the dtype alone; the package
+# takes the square root of `d_k` in Q's dtype.
 
 # %%
 scores32 = rng.normal(size=(4, 128, 128)).astype(np.float32)
 d_k = 64  # as above
-for name, divisor in [("np.sqrt(d_k)", np.sqrt(d_k)), ("math.sqrt(d_k)", math.sqrt(d_k)),
-                      ("np.float32(np.sqrt(d_k))", np.float32(np.sqrt(d_k)))]:
+for name, divisor in [
+    ("np.sqrt(d_k)", np.sqrt(d_k)),
+    ("math.sqrt(d_k)", math.sqrt(d_k)),
+    ("np.float32(np.sqrt(d_k))", np.float32(np.sqrt(d_k))),
+]:
     result = scores32 / divisor
     print(f"scores32 / {name:<24} -> {result.dtype}, {result.nbytes // 1024} KiB")
 
-out32, w32 = scaled_dot_product_attention(*(rng.normal(size=(2, 5, 8)).astype(np.float32) for _ in range(3)))
+out32, w32 = scaled_dot_product_attention(
+    *(rng.normal(size=(2, 5, 8)).astype(np.float32) for _ in range(3))
+)
 print("package, float32 in ->", out32.dtype, "output and", w32.dtype, "weights")
 
 # %% [markdown]
 # ## Masks: who may look at whom
 #
-# A mask is a boolean array with the shape of the weights (or one that broadcasts to it).
-# In this package **`mask[i, j]` is True when query `i` may attend to key `j`**. Two
-# masks cover most uses:
+# A mask is a boolean array with the shape of the weights (or one that broadcasts to
+# it). In this package **`mask[i, j]` is True when query `i` may attend to key `j`**.
+# Two masks cover most uses:
 #
 # - a **causal mask** lets position `i` see positions `0..i` only, so a language model
 #   cannot peek at the words it is supposed to predict;
@@ -285,7 +346,8 @@ print("package, float32 in ->", out32.dtype, "output and", w32.dtype, "weights")
 # > `(batch, seq_k)`. Forgetting the `~` lets every query see exactly the keys it should
 # > not.
 #
-# Both masks are a single comparison of positions, broadcast into a grid. The causal one:
+# Both masks are a single comparison of positions, broadcast into a grid. The causal
+# one:
 
 # %%
 show_source(causal_mask)
@@ -293,22 +355,30 @@ show_source(causal_mask)
 # %% [markdown]
 # `padding_mask` compares the key positions with each sequence's length in the same way,
 # `keys < lengths[:, None]`, and adds two axes of length one so that the mask broadcasts
-# over heads and queries. Combined with `&`, the two give the mask of a padded batch for a
-# language model:
+# over heads and queries. Combined with `&`, the two give the mask of a padded batch for
+# a language model:
 
 # %%
-seq_len, lengths = 5, np.array([5, 3])  # a batch of two sequences, the second padded with 2 fillers
+# a batch of two sequences, the second padded with 2 fillers
+seq_len, lengths = 5, np.array([5, 3])
 causal = causal_mask(seq_len)  # (seq_len, seq_len)
-padding = padding_mask(lengths, seq_len)  # (batch, 1, 1, seq_len): one row of keys per sequence
+# (batch, 1, 1, seq_len): one row of keys per sequence
+padding = padding_mask(lengths, seq_len)
 both = causal & padding  # broadcasts to (batch, 1, seq_len, seq_len)
 
 print("causal mask", causal.shape, "(1 = may attend):\n", causal.astype(int))
-print("padding mask", padding.shape, "keys per sequence:\n", padding[:, 0, 0].astype(int))
-print("causal & padding", both.shape, "for the second sequence:\n", both[1, 0].astype(int))
+print(
+    "padding mask", padding.shape, "keys per sequence:\n", padding[:, 0, 0].astype(int)
+)
+print(
+    "causal & padding", both.shape, "for the second sequence:\n", both[1, 0].astype(int)
+)
 
 # %%
-x = rng.normal(size=(2, 1, seq_len, 8))  # (batch, 1 head, seq_len, d_k); self-attention: Q = K = V = x, to keep it short
-out_m, w_m = scaled_dot_product_attention(x, x, x, mask=both)  # both: (batch, 1, seq_len, seq_len)
+# (batch, 1 head, seq_len, d_k); self-attention: Q = K = V = x, to keep it short
+x = rng.normal(size=(2, 1, seq_len, 8))
+# both: (batch, 1, seq_len, seq_len)
+out_m, w_m = scaled_dot_product_attention(x, x, x, mask=both)
 print("weights of the second sequence:\n", w_m[1, 0])
 print("masked weights are exactly zero:", bool((w_m[~both] == 0).all()))
 print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
@@ -320,10 +390,10 @@ print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
 #
 # ## A query that may attend to nothing
 #
-# Sometimes a whole row of the mask is False. With *left* padding (common when a batch of
-# prompts is fed to a language model) the fillers come first. Add a causal mask and every
-# filler query may only look at itself and the positions before it, all of which are
-# fillers, so every filler's row is empty. What should their weights be?
+# Sometimes a whole row of the mask is False. With *left* padding (common when a batch
+# of prompts is fed to a language model) the fillers come first. Add a causal mask and
+# every filler query may only look at itself and the positions before it, all of which
+# are fillers, so every filler's row is empty. What should their weights be?
 #
 # Implementations fill masked scores with one of two values, and both go wrong on such a
 # row. Here they are, written out for the demonstration (this is not package code), next
@@ -333,7 +403,8 @@ print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
 Q_e = rng.normal(size=(2, 4))  # two queries, d_k = 4
 K_e = rng.normal(size=(3, 4))  # three keys
 V_e = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])  # three values
-mask_e = np.array([[True, True, False], [False, False, False]])  # the second query may see nothing
+# the second query may see nothing
+mask_e = np.array([[True, True, False], [False, False, False]])
 scores_e = Q_e @ K_e.T / math.sqrt(4)
 
 
@@ -346,15 +417,18 @@ def softmax_without_guard(s):
 with np.errstate(invalid="ignore"):  # silence the warning so that the nan is printed
     for label, fill in [("-1e9", -1e9), ("-inf", -np.inf)]:
         w_fill = softmax_without_guard(np.where(mask_e, scores_e, fill))
-        print(f"fill {label}   : empty row's weights {w_fill[1]}, its output {(w_fill @ V_e)[1]}")
+        print(
+            f"fill {label}   : empty row's weights {w_fill[1]}, its output "
+            f"{(w_fill @ V_e)[1]}"
+        )
 out_e, w_e = scaled_dot_product_attention(Q_e, K_e, V_e, mask=mask_e)
 print(f"package     : empty row's weights {w_e[1]}, its output {out_e[1]}")
 print("the other row is the same all three ways:", w_e[0])
 
 # %% [markdown]
-# - With **`-1e9`** every entry of the empty row is the same number, so the softmax spreads
-#   the weight evenly: the query quietly receives `[1, 1]`, the mean of values it was
-#   forbidden to see. Nothing looks wrong, which is what makes it dangerous.
+# - With **`-1e9`** every entry of the empty row is the same number, so the softmax
+#   spreads the weight evenly: the query quietly receives `[1, 1]`, the mean of values
+#   it was forbidden to see. Nothing looks wrong, which is what makes it dangerous.
 # - With **`-inf`** the row's maximum is `-inf`, and `-inf - (-inf)` is `nan`. The `nan`
 #   spreads to everything computed from this row, and during training, through the
 #   gradients, into the weights of the whole model.
@@ -362,14 +436,14 @@ print("the other row is the same all three ways:", w_e[0])
 #   nothing receives nothing. This is the rule for an all `-inf` slice in `softmax`
 #   (notebook 01).
 #
-# What does PyTorch do? Its `torch.nn.functional.scaled_dot_product_attention` returns the
-# same zeros (since PyTorch 2.5; older versions return `nan`) on the CPU, and on a CUDA GPU
-# in its *math* and *memory-efficient* backends. That is not every backend: on a CUDA GPU
-# in float16 or bfloat16 with a boolean mask, the backend PyTorch 2.11 picked by default
-# (cuDNN) returned a finite but *nonzero* output for the empty row, with entries up to 0.49
-# in absolute value. `nn.MultiheadAttention` can still give `nan`. If your model can produce
-# empty rows, zero their outputs yourself, or make sure no row is empty, rather than rely
-# on a library's choice.
+# What does PyTorch do? Its `torch.nn.functional.scaled_dot_product_attention` returns
+# the same zeros (since PyTorch 2.5; older versions return `nan`) on the CPU, and on a
+# CUDA GPU in its *math* and *memory-efficient* backends. That is not every backend: on
+# a CUDA GPU in float16 or bfloat16 with a boolean mask, the backend PyTorch 2.11 picked
+# by default (cuDNN) returned a finite but *nonzero* output for the empty row, with
+# entries up to 0.49 in absolute value. `nn.MultiheadAttention` can still give `nan`. If
+# your model can produce empty rows, zero their outputs yourself, or make sure no row is
+# empty, rather than rely on a library's choice.
 #
 # ## A picture of the weights
 #
@@ -383,35 +457,35 @@ tokens = rng.normal(size=(6, 8))  # six tokens, d_k = 8 (Q = K = V = tokens)
 panels = [
     ("no mask", np.ones((6, 6), dtype=bool)),
     ("causal", causal_mask(6)),
-    ("causal, 4 real tokens + 2 padding", causal_mask(6) & padding_mask(np.array([4]), 6)[0, 0]),
+    (
+        "causal, and the last\n2 tokens padding",
+        causal_mask(6) & padding_mask(np.array([4]), 6)[0, 0],
+    ),
 ]
 cmap = plt.get_cmap("Blues").with_extremes(bad="#d9d9d9")  # masked cells in grey
 
-fig, axes = plt.subplots(1, 3, figsize=(13, 4.6), layout="constrained")
+fig, axes = plt.subplots(1, 3, figsize=(7.5, 3.4), layout="constrained")
 for ax, (title, mask) in zip(axes, panels, strict=True):
     _, w = scaled_dot_product_attention(tokens, tokens, tokens, mask=mask)
     image = ax.imshow(np.ma.masked_where(~mask, w), cmap=cmap, vmin=0, vmax=1)
-    for i, j in zip(*np.nonzero(mask), strict=True):
-        ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                color="white" if w[i, j] > 0.6 else "black")
     ax.set_xticks(range(6))
     ax.set_yticks(range(6))
-    ax.set_xlabel("key position")
-    ax.set_ylabel("query position")
+    ax.set_xlabel("key")
     ax.set_title(title)
+axes[0].set_ylabel("query")
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8, pad=0.02)
-fig.suptitle("Attention weights: each row is one query's weights and sums to 1 (grey: masked)")
-fig.savefig(FIGURES / "02_attention_heatmap.png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+fig.suptitle("Each row is one query's weights and sums to 1 (grey: masked)")
+save_figure(fig, FIGURES / "02_attention_heatmap.png", bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
 # Without a mask, the diagonal stands out: with `Q = K = V` and no learned projections,
 # each token's best match is usually itself. A token's score with itself is its squared
 # length, $q \cdot q = |q|^2$; another key beats that only if it is both longer and
-# pointing in nearly the same direction, which is rare for random vectors. The causal mask
-# removes the upper triangle and each row renormalises over what is left. The padding
-# removes two columns; the two padding queries (rows 4 and 5) still attend, to real tokens
-# only, and their outputs are ignored downstream.
+# pointing in nearly the same direction, which is rare for random vectors. The causal
+# mask removes the upper triangle and each row renormalises over what is left. The
+# padding removes two columns; the two padding queries (rows 4 and 5) still attend, to
+# real tokens only, and their outputs are ignored downstream.
 #
 # ## Summary
 #
@@ -419,21 +493,23 @@ plt.show()
 #   scores into weights with a softmax over the keys (`axis=-1`), and returns the
 #   weighted average of the values: `(seq_q, d_k)`, `(seq_k, d_k)`, `(seq_k, d_v)` in,
 #   `(seq_q, d_v)` and `(seq_q, seq_k)` out.
-# - Dot products of width $d_k$ have variance $d_k$; dividing by $\sqrt{d_k}$ (of one head,
-#   not of the whole model) keeps the softmax from saturating to one-hot.
-# - Scale by a Python float (`math.sqrt`): `np.sqrt` silently turns float32 into float64.
+# - Dot products of width $d_k$ have variance $d_k$; dividing by $\sqrt{d_k}$ (of one
+#   head, not of the whole model) keeps the softmax from saturating to one-hot.
+# - Scale by a number of the array's own dtype (or a Python float): `np.sqrt` of an
+#   integer gives a float64 scalar that silently turns float32 into float64.
 # - Masks are True where attention is allowed; `torch.nn.MultiheadAttention` uses the
 #   opposite convention. A query with nothing to attend to gets zero weights and a zero
 #   output here, where `-1e9` would leak the mean of forbidden values and `-inf` gives
-#   `nan`. PyTorch's `scaled_dot_product_attention` gives zeros too on the CPU and in its
-#   CUDA math and memory-efficient backends, but not in every GPU backend.
+#   `nan`. PyTorch's `scaled_dot_product_attention` gives zeros too on the CPU and in
+#   its CUDA math and memory-efficient backends, but not in every GPU backend.
 #
 # ## Exercises
 #
 # As in notebook 01, each exercise has a cell for your answer, holding `...` where the
 # answer goes, and a cell that checks it: it prints "not yet" while the `...` is there,
 # "correct." when your answer passes, and otherwise stops with a message that says what
-# to look at. A collapsed cell below each check holds a solution, run through the same check.
+# to look at. A collapsed cell below each check holds a solution, run through the same
+# check.
 #
 # **Exercise 1 (predict, by hand).** One query, two keys, two values, $d_k = 2$:
 #
@@ -443,9 +519,9 @@ plt.show()
 # V = np.array([[10.0, 0.0], [0.0, 10.0]])
 # ```
 #
-# Work out the scores, the weights and the output `scaled_dot_product_attention(Q, K, V)`
-# returns, with pencil and a calculator for one `exp`. Write the output, shape `(1, 2)`,
-# to one decimal.
+# Work out the scores, the weights and the output
+# `scaled_dot_product_attention(Q, K, V)` returns, with pencil and a calculator for one
+# `exp`. Write the output, shape `(1, 2)`, to one decimal.
 
 # %%
 output_prediction = ...  # e.g. np.array([[5.0, 5.0]])
@@ -453,24 +529,42 @@ output_prediction = ...  # e.g. np.array([[5.0, 5.0]])
 
 # %%
 def check_exercise_1(prediction):
-    if prediction is ...:
-        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
-    Q = np.array([[1.0, 0.0]])
-    K = np.array([[2.0, 0.0], [0.0, 2.0]])
-    V = np.array([[10.0, 0.0], [0.0, 10.0]])
-    prediction = np.asarray(prediction, dtype=float).reshape(-1)
-    assert prediction.shape == (2,), f"the output has one row of d_v = 2 numbers; got {prediction.size} numbers"
-    assert np.isclose(prediction.sum(), 10.0, atol=0.15), (
-        "the two numbers should add up to 10: the weights sum to one, and each value row holds a single 10"
-    )
-    for divisor, mistake in [(1.0, "forgot to divide the scores by sqrt(d_k)"),
-                             (2.0, "divided by d_k instead of sqrt(d_k)")]:
-        wrong = softmax(Q @ K.T / divisor) @ V
-        assert not np.allclose(prediction, wrong[0], atol=0.05), f"close, but this is what you get if you {mistake}"
-    truth = scaled_dot_product_attention(Q, K, V)[0][0]
-    assert np.allclose(prediction, truth, atol=0.15), (
-        "not quite: the scores are Q @ K.T / sqrt(2); take their softmax, then the weighted sum of the rows of V"
-    )
+    try:
+        if prediction is ...:
+            return (
+                "Exercise 1: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        Q = np.array([[1.0, 0.0]])
+        K = np.array([[2.0, 0.0], [0.0, 2.0]])
+        V = np.array([[10.0, 0.0], [0.0, 10.0]])
+        prediction = np.asarray(prediction, dtype=float).reshape(-1)
+        assert prediction.shape == (2,), (
+            f"the output has one row of d_v = 2 numbers; got {prediction.size} numbers"
+        )
+        assert np.isclose(prediction.sum(), 10.0, atol=0.15), (
+            "the two numbers should add up to 10: the weights sum to one, and each "
+            "value row holds a single 10"
+        )
+        for divisor, mistake in [
+            (1.0, "forgot to divide the scores by sqrt(d_k)"),
+            (2.0, "divided by d_k instead of sqrt(d_k)"),
+        ]:
+            wrong = softmax(Q @ K.T / divisor) @ V
+            assert not np.allclose(prediction, wrong[0], atol=0.05), (
+                f"close, but this is what you get if you {mistake}"
+            )
+        truth = scaled_dot_product_attention(Q, K, V)[0][0]
+        assert np.allclose(prediction, truth, atol=0.15), (
+            "not quite: the scores are Q @ K.T / sqrt(2); take their softmax, then the "
+            "weighted sum of the rows of V"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
+            "output_prediction should be an array of shape (1, 2)."
+        ) from None
     return "Exercise 1: correct."
 
 
@@ -479,20 +573,23 @@ print(check_exercise_1(output_prediction))
 # %% [markdown]
 # *Solution to exercise 1: the collapsed cell below (click it to open).*
 
-# %% jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
 # Scores: Q @ K.T = [[2, 0]], divided by sqrt(2): [[1.414, 0]].
-# Weights: softmax([1.414, 0]) = [e^1.414, 1] / (e^1.414 + 1) = [4.113, 1] / 5.113 = [0.804, 0.196].
-# Output: 0.804 * [10, 0] + 0.196 * [0, 10] = [8.04, 1.96].
-# (Without the scale, softmax([2, 0]) would give [8.81, 1.19]; dividing by d_k = 2, [7.31, 2.69].)
+# Weights: softmax([1.414, 0]) = [e^1.414, 1] / (e^1.414 + 1) = [4.113, 1] / 5.113 =
+# [0.804, 0.196]. Output: 0.804 * [10, 0] + 0.196 * [0, 10] = [8.04, 1.96].
+# (Without the scale, softmax([2, 0]) would give [8.81, 1.19]; dividing by d_k = 2,
+# [7.31, 2.69].)
 solution_output_prediction = np.array([[8.0, 2.0]])
 print(check_exercise_1(solution_output_prediction))
 
 # %% [markdown]
 # **Exercise 2 (write).** Write `my_attention(Q, K, V, mask=None)` with NumPy only (and
-# the package's `softmax` if you like), returning `(output, weights)`. It must accept any
-# leading axes, apply a boolean mask (True = may attend), keep float32 as float32, and give
-# a query with no allowed key zero weights and a zero output. Before you run the check,
-# predict what your first attempt will do with that empty row, and which line decides it.
+# the package's `softmax` if you like), returning `(output, weights)`. It must accept
+# any leading axes, apply a boolean mask (True = may attend), keep float32 as float32,
+# and give a query with no allowed key zero weights and a zero output. Before you run
+# the check, predict what your first attempt will do with that empty row, and which line
+# decides it.
+
 
 # %%
 def my_attention(Q, K, V, mask=None):
@@ -502,36 +599,75 @@ def my_attention(Q, K, V, mask=None):
 
 # %%
 def check_exercise_2(function):
-    rng_check = np.random.default_rng(7)
-    Q, K, V = (rng_check.normal(size=shape) for shape in [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)])
-    result = function(Q, K, V)
-    if result is ...:
-        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
-    out, w = (np.asarray(a) for a in result)
-    assert out.shape == (2, 3, 4, 6), f"output should have shape (batch, heads, seq_q, d_v) = (2, 3, 4, 6); got {out.shape}"
-    assert w.shape == (2, 3, 4, 5), f"weights should have shape (batch, heads, seq_q, seq_k) = (2, 3, 4, 5); got {w.shape}"
-    assert np.allclose(w.sum(axis=-1), 1.0), "each query's weights (a row, over the keys) should sum to 1: which axis?"
-    dots = np.einsum("bhid,bhjd->bhij", Q, K)  # unscaled scores
-    for divisor, hint in [(1.0, "forgot to scale the scores?"), (math.sqrt(8 * 3), "divided by sqrt(d_model)?")]:
-        assert not np.allclose(w, softmax(dots / divisor)), f"the weights are off: {hint}"
-    assert np.allclose(w, softmax(dots / math.sqrt(8))), "the weights differ from softmax(Q K^T / sqrt(d_k))"
-    assert np.allclose(out, w @ V), "the output should be the weights times V"
+    try:
+        rng_check = np.random.default_rng(7)
+        Q, K, V = (
+            rng_check.normal(size=shape)
+            for shape in [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)]
+        )
+        result = function(Q, K, V)
+        if result is ...:
+            return (
+                "Exercise 2: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        out, w = (np.asarray(a) for a in result)
+        assert out.shape == (2, 3, 4, 6), (
+            "output should have shape (batch, heads, seq_q, d_v) = (2, 3, 4, 6); got "
+            f"{out.shape}"
+        )
+        assert w.shape == (2, 3, 4, 5), (
+            "weights should have shape (batch, heads, seq_q, seq_k) = (2, 3, 4, 5); "
+            f"got {w.shape}"
+        )
+        assert np.allclose(w.sum(axis=-1), 1.0), (
+            "each query's weights (a row, over the keys) should sum to 1: which axis?"
+        )
+        dots = np.einsum("bhid,bhjd->bhij", Q, K)  # unscaled scores
+        for divisor, hint in [
+            (1.0, "forgot to scale the scores?"),
+            (math.sqrt(8 * 3), "divided by sqrt(d_model)?"),
+        ]:
+            assert not np.allclose(w, softmax(dots / divisor)), (
+                f"the weights are off: {hint}"
+            )
+        assert np.allclose(w, softmax(dots / math.sqrt(8))), (
+            "the weights differ from softmax(Q K^T / sqrt(d_k))"
+        )
+        assert np.allclose(out, w @ V), "the output should be the weights times V"
 
-    mask = np.tril(np.ones((4, 5), dtype=bool), k=1)  # (seq_q, seq_k), broadcast over batch and heads
-    mask[2] = False  # query 2 may attend to nothing
-    with np.errstate(all="ignore"):  # let the asserts below, not a warning, report a nan
-        out, w = (np.asarray(a) for a in function(Q, K, V, mask))
-    rows = [0, 1, 3]  # the queries that may attend to something
-    assert np.all(w[..., rows, :][..., ~mask[rows]] == 0), "a masked key must get a weight of exactly 0 (True = may attend)"
-    assert np.allclose(w[..., rows, :].sum(axis=-1), 1.0), "the rows of queries with allowed keys should sum to 1"
-    assert np.all(np.isfinite(w)) and np.all(np.isfinite(out)), "the query with no allowed key gave nan or inf"
-    assert np.all(w[..., 2, :] == 0) and np.all(out[..., 2, :] == 0), (
-        f"the query with no allowed key should get zero weights and a zero output; got weights {w[0, 0, 2]}"
-    )
-    out, w = function(*(a.astype(np.float32) for a in (Q, K, V)))
-    assert out.dtype == np.float32 and w.dtype == np.float32, (
-        f"float32 in should give float32 out; got {out.dtype} and {w.dtype} (np.sqrt?)"
-    )
+        # (seq_q, seq_k), broadcast over batch and heads
+        mask = np.tril(np.ones((4, 5), dtype=bool), k=1)
+        mask[2] = False  # query 2 may attend to nothing
+        # let the asserts below, not a warning, report a nan
+        with np.errstate(all="ignore"):
+            out, w = (np.asarray(a) for a in function(Q, K, V, mask))
+        rows = [0, 1, 3]  # the queries that may attend to something
+        assert np.all(w[..., rows, :][..., ~mask[rows]] == 0), (
+            "a masked key must get a weight of exactly 0 (True = may attend)"
+        )
+        assert np.allclose(w[..., rows, :].sum(axis=-1), 1.0), (
+            "the rows of queries with allowed keys should sum to 1"
+        )
+        assert np.all(np.isfinite(w)) and np.all(np.isfinite(out)), (
+            "the query with no allowed key gave nan or inf"
+        )
+        assert np.all(w[..., 2, :] == 0) and np.all(out[..., 2, :] == 0), (
+            "the query with no allowed key should get zero weights and a zero output; "
+            f"got weights {w[0, 0, 2]}"
+        )
+        out, w = function(*(a.astype(np.float32) for a in (Q, K, V)))
+        assert out.dtype == np.float32 and w.dtype == np.float32, (
+            f"float32 in should give float32 out; got {out.dtype} and {w.dtype} "
+            "(np.sqrt?)"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
+            "Transpose only the last two axes of K (np.swapaxes(K, -1, -2)), and let "
+            "the mask broadcast against the scores."
+        ) from None
     return "Exercise 2: correct."
 
 
@@ -540,15 +676,17 @@ print(check_exercise_2(my_attention))
 # %% [markdown]
 # *Solution to exercise 2: the collapsed cell below (click it to open).*
 
-# %% jupyter={"source_hidden": true}
-# The usual first attempt fills masked scores with -1e9 and gets a uniform row (the mean of
-# the values), or with -inf and gets nan from -inf - (-inf). The line that decides is the
-# softmax: here the package's softmax, which turns an all -inf row into zeros. With your
-# own softmax, subtract a finite number where the row maximum is -inf, and divide by 1
-# where the sum is 0.
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# The usual first attempt fills masked scores with -1e9 and gets a uniform row (the mean
+# of the values), or with -inf and gets nan from -inf - (-inf). The line that decides is
+# the softmax: here the package's softmax, which turns an all -inf row into zeros. With
+# your own softmax, subtract a finite number where the row maximum is -inf, and divide
+# by 1 where the sum is 0.
 def solution_attention(Q, K, V, mask=None):
     d_k = Q.shape[-1]
-    scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(d_k)  # (..., seq_q, seq_k); a Python float keeps float32
+    # (..., seq_q, seq_k); a Python float keeps float32
+    scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(d_k)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # True = may attend
     weights = softmax(scores, axis=-1)  # an all -inf row becomes zeros
@@ -562,37 +700,64 @@ print(check_exercise_2(solution_attention))
 # prompts usually pad on the *left*, so that every prompt ends at the last position.
 # First predict: for `lengths = [5, 2, 0]` and `seq_len = 5`, with left padding combined
 # with a causal mask, how many queries of each of the three sequences have no key at all
-# to attend to? Then write `left_padding_mask(lengths, seq_len)`: a boolean array of shape
-# `(batch, 1, 1, seq_len)` that is True for the real tokens of each sequence, which are its
-# *last* `lengths[b]` positions. Use `np.arange` and a comparison. The check combines it
-# with a causal mask and counts the empty rows.
+# to attend to? Then write `left_padding_mask(lengths, seq_len)`: a boolean array of
+# shape `(batch, 1, 1, seq_len)` that is True for the real tokens of each sequence,
+# which are its *last* `lengths[b]` positions. Use `np.arange` and a comparison. The
+# check combines it with a causal mask and counts the empty rows.
+
 
 # %%
 def left_padding_mask(lengths, seq_len):
-    """(batch, 1, 1, seq_len) boolean mask, True for the last lengths[b] positions of sequence b."""
+    """(batch, 1, 1, seq_len) boolean mask, True for the last lengths[b] positions of
+    sequence b.
+    """
     return ...  # your code here
 
 
 # %%
 def check_exercise_3(function):
-    lengths, seq_len = np.array([5, 2, 0]), 5
-    mask = function(lengths, seq_len)
-    if mask is ...:
-        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
-    mask = np.asarray(mask)
-    assert mask.dtype == bool, f"the mask should be boolean; got {mask.dtype}"
-    assert mask.shape == (3, 1, 1, 5), f"the shape should be (batch, 1, 1, seq_len) = (3, 1, 1, 5); got {mask.shape}"
-    assert mask.sum(axis=-1).ravel().tolist() == lengths.tolist(), "each sequence should have lengths[b] real tokens"
-    assert not (mask[..., :-1] & ~mask[..., 1:]).any(), "real tokens must come last: a True may never be followed by a False"
+    try:
+        lengths, seq_len = np.array([5, 2, 0]), 5
+        mask = function(lengths, seq_len)
+        if mask is ...:
+            return (
+                "Exercise 3: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        mask = np.asarray(mask)
+        assert mask.dtype == bool, f"the mask should be boolean; got {mask.dtype}"
+        assert mask.shape == (3, 1, 1, 5), (
+            "the shape should be (batch, 1, 1, seq_len) = (3, 1, 1, 5); got "
+            f"{mask.shape}"
+        )
+        assert mask.sum(axis=-1).ravel().tolist() == lengths.tolist(), (
+            "each sequence should have lengths[b] real tokens"
+        )
+        assert not (mask[..., :-1] & ~mask[..., 1:]).any(), (
+            "real tokens must come last: a True may never be followed by a False"
+        )
 
-    x = np.random.default_rng(8).normal(size=(3, seq_len, 4))
-    both = causal_mask(seq_len) & mask  # (batch, 1, seq_len, seq_len)
-    out, w = scaled_dot_product_attention(x[:, None], x[:, None], x[:, None], mask=both)
-    empty = ~both[:, 0].any(axis=-1)  # (batch, seq_len): the queries with nothing to see
-    assert empty.sum(axis=-1).tolist() == (seq_len - lengths).tolist(), (
-        "with a causal mask, exactly the padding queries should have nothing to attend to"
-    )
-    assert np.all(w[:, 0][empty] == 0) and np.all(out[:, 0][empty] == 0), "those queries should get zero weights and output"
+        x = np.random.default_rng(8).normal(size=(3, seq_len, 4))
+        both = causal_mask(seq_len) & mask  # (batch, 1, seq_len, seq_len)
+        out, w = scaled_dot_product_attention(
+            x[:, None], x[:, None], x[:, None], mask=both
+        )
+        # (batch, seq_len): the queries with nothing to see
+        empty = ~both[:, 0].any(axis=-1)
+        assert empty.sum(axis=-1).tolist() == (seq_len - lengths).tolist(), (
+            "with a causal mask, exactly the padding queries should have nothing to "
+            "attend to"
+        )
+        assert np.all(w[:, 0][empty] == 0) and np.all(out[:, 0][empty] == 0), (
+            "those queries should get zero weights and output"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
+            "left_padding_mask(lengths, seq_len) returns a boolean array of shape "
+            "(batch, 1, 1, seq_len)."
+        ) from None
     return "Exercise 3: correct."
 
 
@@ -601,14 +766,18 @@ print(check_exercise_3(left_padding_mask))
 # %% [markdown]
 # *Solution to exercise 3: the collapsed cell below (click it to open).*
 
-# %% jupyter={"source_hidden": true}
-# The prediction: 0, 3 and 5. With left padding the fillers come first, and a causal mask
-# lets a filler see only itself and earlier positions: all fillers. So every padding query
-# has an empty row: 5 - 5 = 0, 5 - 2 = 3 and 5 - 0 = 5 of them. (With right padding there
-# are none: every query can see position 0, unless the sequence has length 0.)
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# The prediction: 0, 3 and 5. With left padding the fillers come first, and a causal
+# mask lets a filler see only itself and earlier positions: all fillers. So every
+# padding query has an empty row: 5 - 5 = 0, 5 - 2 = 3 and 5 - 0 = 5 of them. (With
+# right padding there are none: every query can see position 0, unless the sequence has
+# length 0.)
 def solution_left_padding_mask(lengths, seq_len):
-    first_real = seq_len - np.asarray(lengths)[:, None]  # (batch, 1): where the real tokens start
-    return (np.arange(seq_len) >= first_real)[:, None, None, :]  # (batch, 1, 1, seq_len)
+    # (batch, 1): where the real tokens start
+    first_real = seq_len - np.asarray(lengths)[:, None]
+    # (batch, 1, 1, seq_len)
+    return (np.arange(seq_len) >= first_real)[:, None, None, :]
 
 
 print(check_exercise_3(solution_left_padding_mask))
@@ -616,27 +785,30 @@ print(check_exercise_3(solution_left_padding_mask))
 # %% [markdown]
 # ## References
 #
-# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
-#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
+#   Kaiser, Ł. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.1 defines scaled
 #   dot-product attention, and its footnote 4 gives the variance argument for
 #   $1/\sqrt{d_k}$ measured above.
 # - Bahdanau, D., Cho, K. and Bengio, Y. (2015). *Neural Machine Translation by Jointly
-#   Learning to Align and Translate.* ICLR 2015. [arXiv:1409.0473](https://arxiv.org/abs/1409.0473).
-#   Attention as a learned, soft alignment, before the Transformer.
-# - PyTorch documentation, [`torch.nn.functional.scaled_dot_product_attention`](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
+#   Learning to Align and Translate.* ICLR 2015.
+#   [arXiv:1409.0473](https://arxiv.org/abs/1409.0473). Attention as a learned, soft
+#   alignment, before the Transformer.
+# - PyTorch documentation,
+#   [`torch.nn.functional.scaled_dot_product_attention`](https://pytorch.org/docs/stable/generated/torch.nn.functional.scaled_dot_product_attention.html)
 #   (a boolean `attn_mask` is True where attention is allowed) and
 #   [`torch.nn.MultiheadAttention`](https://pytorch.org/docs/stable/generated/torch.nn.MultiheadAttention.html)
 #   (True where it is not).
 #
-# **Read next.** Zhang, Lipton, Li and Smola, *Dive into Deep Learning*, chapter "Attention
-# Mechanisms and Transformers" ([d2l.ai](https://d2l.ai)), for attention as kernel
-# regression; Raschka, S. (2024), *Build a Large Language Model (From Scratch)*, Manning,
-# chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), for causal masks and
-# dropout on the weights; Rush, A. (2018), *The Annotated Transformer*
+# **Read next.** Zhang, Lipton, Li and Smola, *Dive into Deep Learning*, chapter
+# "Attention Mechanisms and Transformers" ([d2l.ai](https://d2l.ai)), for attention as
+# kernel regression; Raschka, S. (2024), *Build a Large Language Model (From Scratch)*,
+# Manning, chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), for causal
+# masks and dropout on the weights; Rush, A. (2018), *The Annotated Transformer*
 # ([nlp.seas.harvard.edu/annotated-transformer](https://nlp.seas.harvard.edu/annotated-transformer/)),
 # whose `attention` function fills masked scores with `-1e9`; and Cho, A. et al. (2024),
-# *Transformer Explainer* ([poloclub.github.io/transformer-explainer](https://poloclub.github.io/transformer-explainer/)),
+# *Transformer Explainer*
+# ([poloclub.github.io/transformer-explainer](https://poloclub.github.io/transformer-explainer/)),
 # to see the masked, scaled scores of a real GPT-2.
 #
 # ---

@@ -16,18 +16,21 @@
 # %% [markdown]
 # # 4. Multi-head attention: the whole module
 #
-# One attention head gives every query a single set of weights over the keys (non-negative,
-# adding up to 1), and so a single weighted average of the values. This notebook puts several heads side
-# by side and wraps them into the module that every Transformer layer contains.
+# One attention head gives every query a single set of weights over the keys
+# (non-negative, adding up to 1), and so a single weighted average of the values. This
+# notebook puts several heads side by side and wraps them into the module that every
+# Transformer layer contains.
 #
 # **In this notebook you will learn**
 #
-# - why a layer runs several narrow heads instead of one wide one, and what each head sees;
+# - why a layer runs several narrow heads instead of one wide one, and what each head
+#   sees;
 # - how `MultiHeadAttention` turns a `(batch, seq_len, d_model)` input into an output of
 #   the same shape, with the shape after every step;
 # - why one fused matrix `W_qkv` *is* three projections, and `3 * num_heads` small ones;
 # - why the layer has `4 * d_model**2` parameters whatever the number of heads;
-# - how to read every head's weights as a heatmap, and what they do not mean before training;
+# - how to read every head's weights as a heatmap, and what they do not mean before
+#   training;
 # - three bugs that give the right shapes and the wrong numbers.
 
 # %%
@@ -35,16 +38,23 @@
 # %config InlineBackend.figure_formats = ["png"]
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 import mhattn
-from mhattn import MultiHeadAttention, combine_heads, scaled_dot_product_attention, split_heads
+from mhattn import (
+    MultiHeadAttention,
+    combine_heads,
+    scaled_dot_product_attention,
+    split_heads,
+)
+from mhattn.figures import save_figure
 from mhattn.plots import plot_heads
 from mhattn.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
-FIGURES = Path("..") / "figures"  # the notebooks run with notebooks/ as the working directory
-FIGURES.mkdir(exist_ok=True)
+# the notebooks run with notebooks/ as the working directory
+FIGURES = Path("..") / "figures"
 
 # %% [markdown]
 # ## 1. Why more than one head
@@ -54,10 +64,10 @@ FIGURES.mkdir(exist_ok=True)
 # also the words next to it. A single head has one row of weights per query: to gather
 # both it must split its weight between them, and its output becomes a blur of the two.
 #
-# Multi-head attention runs $H$ = `num_heads` attentions in parallel. Each head `h` has its
-# own projections into a smaller space of width `d_k = d_model // num_heads`, so each can
-# put its weight somewhere else; the heads' outputs are laid side by side and mixed by
-# one more matrix, $W_o$:
+# Multi-head attention runs $H$ = `num_heads` attentions in parallel. Each head `h` has
+# its own projections into a smaller space of width `d_k = d_model // num_heads`, so
+# each can put its weight somewhere else; the heads' outputs are laid side by side and
+# mixed by one more matrix, $W_o$:
 #
 # $$
 # \text{head}_h = \operatorname{Attention}\!\left(X W^Q_h,\; X W^K_h,\; X W^V_h\right),
@@ -72,18 +82,23 @@ FIGURES.mkdir(exist_ok=True)
 #
 # Note what is split and what is not: every head reads **all** `d_model` features of
 # every token. Only the projected space is divided among the heads. Because each head is
-# `num_heads` times narrower, all heads together cost about as much as one head of full
-# width.
+# `num_heads` times narrower, the projections of all heads together cost exactly what
+# one head of full width costs (`W_qkv` is `(d_model, 3 * d_model)` either way), and so
+# do the products $QK^\top$ and (weights)$\,V$: $2 n^2 d_k$ FLOPs per head for $n$
+# tokens, $2 n^2 d_\text{model}$ in all. What grows with the number of heads is the
+# rest: every head has its own $n \times n$ scores, so the number of scores, the
+# softmax's work and the memory of the weights are `num_heads` times those of one
+# full-width head (notebook 06 counts them).
 
 # %% [markdown]
 # ## 2. The module
 #
 # Here is the package's `forward`, the code that runs when you call the module. The
-# decorator line checks the arguments before the body runs (shapes, dtypes, the layout of
-# the mask) and stops a mistake with an error that names the argument; the checks live in
-# `mhattn/_checks.py`, out of the way. `self.weights(x.dtype)` hands back `W_qkv` and
-# `W_o` in the dtype of `x`, so float32 stays float32. Then come the four steps of the
-# formula:
+# decorator line checks the arguments before the body runs (shapes, dtypes, the layout
+# of the mask) and stops a mistake with an error that names the argument; the checks
+# live in `mhattn/_checks.py`, out of the way. `self.weights(x.dtype)` hands back
+# `W_qkv` and `W_o` in the dtype of `x`, so float32 stays float32. Then come the four
+# steps of the formula:
 #
 # 1. one matrix product makes every head's queries, keys and values, and `np.split` cuts
 #    the result into `Q`, `K` and `V` (three equal parts here);
@@ -94,23 +109,24 @@ FIGURES.mkdir(exist_ok=True)
 # 4. `combine_heads` and `W_o` bring the heads back to one vector per token.
 #
 # Three branches are for later and do nothing by default. `context` is cross-attention
-# (queries from `x`, keys and values from another sequence, such as an encoder's output);
-# `kv_cache` keeps the keys and values of earlier tokens when a model generates one token
-# at a time; `num_kv_heads < num_heads` lets several query heads share one key/value head.
-# [Notebook 10](10_production.ipynb) builds each of them. In this notebook `context` and
-# `kv_cache` are None and `group` is 1.
+# (queries from `x`, keys and values from another sequence, such as an encoder's
+# output); `kv_cache` keeps the keys and values of earlier tokens when a model generates
+# one token at a time; `num_kv_heads < num_heads` lets several query heads share one
+# key/value head. [Notebook 10](10_production.ipynb) builds each of them. In this
+# notebook `context` and `kv_cache` are None and `group` is 1.
 
 # %%
 show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
-# The weights are made in `__init__`: standard normal numbers from a seeded generator (the
-# same `seed` gives the same layer on every machine; `num_kv_heads` only narrows the key and
-# value blocks), multiplied by
-# $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a ReLU,
-# which throws away half of the variance. There is no ReLU here, so each entry of `x @ W_qkv`
-# sums `d_model` products of variance $2 / d_\text{model}$ and ends up with about **twice**
-# the variance of the input. Section 6 shows what that does to the attention weights.
+# The weights are made in `__init__`: standard normal numbers from a seeded generator
+# (the same `seed` gives the same layer on every machine; `num_kv_heads` only narrows
+# the key and value blocks), multiplied by
+# $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a
+# ReLU, which throws away half of the variance. There is no ReLU here, so each entry of
+# `x @ W_qkv` sums `d_model` products of variance $2 / d_\text{model}$ and ends up with
+# about **twice** the variance of the input. Section 6 shows what that does to the
+# attention weights.
 
 # %%
 show_source(MultiHeadAttention.__init__)
@@ -145,27 +161,33 @@ for name, array, axes in steps:
     print(f"{name:<22} {str(array.shape):<16} {axes}")
 
 module_output, module_weights = mha(x)
-print("\nsame as mha(x):", np.allclose(output, module_output) and np.allclose(weights, module_weights))
+print(
+    "\nsame as mha(x):",
+    np.allclose(output, module_output) and np.allclose(weights, module_weights),
+)
 
 # %% [markdown]
-# What comes out is again one `d_model`-wide vector per token, exactly like what went in.
-# So the layer can be applied to its own output, a Transformer can stack dozens of them,
-# and `x + mha(x)[0]` is a valid sum (notebook 05 comes back to that sum).
+# What comes out is again one `d_model`-wide vector per token, exactly like what went
+# in. So the layer can be applied to its own output, a Transformer can stack dozens of
+# them, and `x + mha(x)[0]` is a valid sum (notebook 05 comes back to that sum).
 
 # %% [markdown]
 # ## 3. One fused matrix is three projections
 #
 # The formula has three matrices per head; the module stores a single `W_qkv` of shape
 # `(d_model, 3 * d_model)`. Its first `d_model` columns make the queries, the next
-# `d_model` the keys, the last `d_model` the values. (With `num_kv_heads < num_heads` the
-# key and value blocks are narrower; not in this notebook.) Multiplying by the whole matrix and
-# splitting the result gives exactly what three separate products give, because each
-# output column depends on its own column of the matrix only.
+# `d_model` the keys, the last `d_model` the values. (With `num_kv_heads < num_heads`
+# the key and value blocks are narrower; not in this notebook.) Multiplying by the whole
+# matrix and splitting the result gives exactly what three separate products give,
+# because each output column depends on its own column of the matrix only.
 
 # %%
 W_q, W_k, W_v = np.split(mha.W_qkv, 3, axis=1)  # each (d_model, d_model)
 for name, fused, separate in [("Q", Q, x @ W_q), ("K", K, x @ W_k), ("V", V, x @ W_v)]:
-    print(f"{name}: x @ W_qkv, split  ==  x @ W_{name.lower()}   {np.allclose(fused, separate)}")
+    print(
+        f"{name}: x @ W_qkv, split  ==  x @ W_{name.lower()}   "
+        f"{np.allclose(fused, separate)}"
+    )
 
 # %% [markdown]
 # The per-head matrices $W^Q_h$ are in there too: `split_heads` hands head `h` columns
@@ -176,7 +198,9 @@ for name, fused, separate in [("Q", Q, x @ W_q), ("K", K, x @ W_k), ("V", V, x @
 d_k = mha.d_k
 W_q_head2 = W_q[:, 2 * d_k : 3 * d_k]  # (d_model, d_k)
 print("W_q_head2:", W_q_head2.shape)
-print("x @ W_q_head2 == split_heads(Q)[:, 2]:", np.allclose(x @ W_q_head2, Q_heads[:, 2]))
+print(
+    "x @ W_q_head2 == split_heads(Q)[:, 2]:", np.allclose(x @ W_q_head2, Q_heads[:, 2])
+)
 
 # %% [markdown]
 # So the `3 * num_heads` small matrices of the formula are blocks of one big matrix, and
@@ -194,12 +218,18 @@ print("x @ W_q_head2 == split_heads(Q)[:, 2]:", np.allclose(x @ W_q_head2, Q_hea
 
 # %%
 d_model = 64
-print(f"{'num_heads':>9} {'d_k':>4} {'W_qkv':>7} {'W_o':>6} {'total':>7}   4 * d_model**2 = {4 * d_model**2}")
+print(
+    f"{'num_heads':>9} {'d_k':>4} {'W_qkv':>7} {'W_o':>6} {'total':>7}   4 * "
+    f"d_model**2 = {4 * d_model**2}"
+)
 for num_heads in [1, 2, 4, 8, 16, 64]:
     layer = MultiHeadAttention(d_model, num_heads)
     total = layer.W_qkv.size + layer.W_o.size
     assert total == 4 * d_model**2
-    print(f"{num_heads:>9} {layer.d_k:>4} {layer.W_qkv.size:>7} {layer.W_o.size:>6} {total:>7}")
+    print(
+        f"{num_heads:>9} {layer.d_k:>4} {layer.W_qkv.size:>7} {layer.W_o.size:>6} "
+        f"{total:>7}"
+    )
 
 # %% [markdown]
 # The choice of `num_heads` is a trade-off, not a cost: more heads can look in more
@@ -232,7 +262,8 @@ print(f"number of heads:         {mha.num_heads}")
 # %% [markdown]
 # `weights` holds one `6 x 6` matrix per head: row `i` of head `h` says how query `i`
 # shares out its attention among the 6 keys. The softmax makes those shares non-negative
-# and makes them add up to exactly 1, in each head separately. Adding up each row checks it:
+# and makes them add up to exactly 1, in each head separately. Adding up each row checks
+# it:
 
 # %%
 print("sum over the keys, one row per head, one column per query:")
@@ -243,68 +274,86 @@ assert np.allclose(weights.sum(axis=-1), 1.0)
 # ## 6. Every head at a glance
 #
 # Each panel below is one head: a row per query, a column per key, darker for more
-# weight. All panels share one colour scale from 0 to 1, so a dark cell means the same in
-# each.
+# weight. All panels share one colour scale from 0 to 1, so a dark cell means the same
+# in each.
 
 # %%
-fig = plot_heads(weights[0], title="Attention weights of the worked example, per head (untrained layer)")
-fig.savefig(FIGURES / "04_attention_heads.png", dpi=100, metadata={"Software": None})
+fig = plot_heads(
+    weights[0],
+    title="Attention weights of the worked example, per head (untrained layer)",
+)
+save_figure(fig, FIGURES / "04_attention_heads.png")
+plt.show()
 
 # %% [markdown]
 # How to read it, honestly:
 #
-# - **The heads disagree.** The same six tokens give four different patterns. Query 0, for
-#   example, puts most of its weight on key 5 in head 0, on key 2 in head 1 and on key 3 in
-#   head 3, and spreads it over three keys in head 2. For each token the module hands four
-#   different averages of the values to `W_o`: that is the point of having heads.
-# - **The patterns mean nothing yet.** The weights of this layer are random, and so is the
-#   input. Which key a head favours is an accident of the seed. A trained layer learns
-#   projections that make these patterns useful (a head that follows the previous token, one
-#   that finds the subject of a verb); nothing here was learned.
-# - **The rows are already peaked.** Many rows give more than half their weight to one key.
-#   That comes from the scale of the random weights. With weights of variance
+# - **The heads disagree.** The same six tokens give four different patterns. Query 0,
+#   for example, puts most of its weight on key 5 in head 0, on key 2 in head 1 and on
+#   key 3 in head 3, and spreads it over three keys in head 2. For each token the module
+#   hands four different averages of the values to `W_o`: that is the point of having
+#   heads.
+# - **The patterns mean nothing yet.** The weights of this layer are random, and so is
+#   the input. Which key a head favours is an accident of the seed. A trained layer
+#   learns projections that make these patterns useful (a head that follows the previous
+#   token, one that finds the subject of a verb); nothing here was learned.
+# - **The rows are already peaked.** Many rows give more than half their weight to one
+#   key. That comes from the scale of the random weights. With weights of variance
 #   $2 / d_\text{model}$ and a standard normal input, each entry of a query or key sums
 #   $d_\text{model}$ such products and has variance 2; a score sums $d_k$ products of
 #   two such entries, variance $4 d_k$, and dividing by $\sqrt{d_k}$ leaves variance 4:
 #   a standard deviation of about 2, as the next cell checks. A softmax over six numbers
 #   that far apart is dominated by the largest. So the peaking comes from the
-#   $\sqrt{2 / d_\text{model}}$ initialisation, not from attention itself: a smaller scale,
-#   such as the Xavier initialisation PyTorch's `nn.MultiheadAttention` uses by default,
-#   gives flatter rows (the last line of the cell).
+#   $\sqrt{2 / d_\text{model}}$ initialisation, not from attention itself: a smaller
+#   scale, such as the Xavier initialisation PyTorch's `nn.MultiheadAttention` gives its
+#   query, key and value projections, gives flatter rows (the last line of the cell).
 
 # %%
 Q, K, V = np.split(x @ mha.W_qkv, 3, axis=-1)
-scores = split_heads(Q, num_heads) @ np.swapaxes(split_heads(K, num_heads), -1, -2) / np.sqrt(mha.d_k)
+scores = (
+    split_heads(Q, num_heads)
+    @ np.swapaxes(split_heads(K, num_heads), -1, -2)
+    / np.sqrt(mha.d_k)
+)
 print(f"standard deviation of the scaled scores: {scores.std():.2f}")
-print(f"mean of each row's largest weight:       {weights.max(axis=-1).mean():.2f}   (uniform would be {1 / seq_len:.2f})")
+print(
+    f"mean of each row's largest weight:       {weights.max(axis=-1).mean():.2f}   "
+    f"(uniform would be {1 / seq_len:.2f})"
+)
 
-# The same random numbers rescaled to Xavier's standard deviation sqrt(2 / (fan_in + fan_out)),
-# with fan_in = d_model and fan_out = 3 * d_model for PyTorch's (3 * d_model, d_model) in_proj_weight.
+# The same random numbers rescaled to Xavier's standard deviation sqrt(2 / (fan_in +
+# fan_out)), with fan_in = d_model and fan_out = 3 * d_model for PyTorch's (3 * d_model,
+# d_model) in_proj_weight.
 xavier = MultiHeadAttention(d_model, num_heads)
 xavier.W_qkv = mha.W_qkv * np.sqrt(2 / (d_model + 3 * d_model)) / np.sqrt(2 / d_model)
-print(f"the same with Xavier's smaller scale:    {xavier(x)[1].max(axis=-1).mean():.2f}")
+print(
+    f"the same with Xavier's smaller scale:    {xavier(x)[1].max(axis=-1).mean():.2f}"
+)
 
 # %% [markdown]
 # ## 7. Three bugs with the right shapes
 #
-# Each of these runs without an error and returns arrays of the right shapes. A test that
-# only checks shapes passes all three.
+# Each of these runs without an error and returns arrays of the right shapes. A test
+# that only checks shapes passes all three.
 #
 # ### Bug 1: splitting before projecting
 #
-# It is tempting to cut each token's *input* vector into `num_heads` slices and give each
-# head a small `(d_k, d_k)` projection of its own slice. Then head 0 only ever sees input
-# features 0 to 15, head 1 features 16 to 31, and so on: the heads can no longer combine
-# information from all features. The function below does that (using the diagonal blocks of
-# the real `W_qkv`, so it is otherwise the same layer). To see the difference, we change one
-# input feature of one token and ask which heads' weights react.
+# It is tempting to cut each token's *input* vector into `num_heads` slices and give
+# each head a small `(d_k, d_k)` projection of its own slice. Then head 0 only ever sees
+# input features 0 to 15, head 1 features 16 to 31, and so on: the heads can no longer
+# combine information from all features. The function below does that (using the
+# diagonal blocks of the real `W_qkv`, so it is otherwise the same layer). To see the
+# difference, we change one input feature of one token and ask which heads' weights
+# react.
+
 
 # %%
 def weights_split_before_projecting(x, mha):
     """BUG: cut x into heads first, then project each slice with a (d_k, d_k) block."""
     d_k = mha.d_k
     W_q, W_k, _ = np.split(mha.W_qkv, 3, axis=1)
-    x_heads = split_heads(x, mha.num_heads)  # (batch, num_heads, seq_len, d_k): head h sees features h*d_k ...
+    # (batch, num_heads, seq_len, d_k): head h sees features h*d_k ...
+    x_heads = split_heads(x, mha.num_heads)
     blocks = [slice(h * d_k, (h + 1) * d_k) for h in range(mha.num_heads)]
     Q = np.stack([x_heads[:, h] @ W_q[b, b] for h, b in enumerate(blocks)], axis=1)
     K = np.stack([x_heads[:, h] @ W_k[b, b] for h, b in enumerate(blocks)], axis=1)
@@ -312,7 +361,9 @@ def weights_split_before_projecting(x, mha):
 
 
 def heads_that_changed(before, after):
-    return [h for h in range(before.shape[1]) if not np.allclose(before[:, h], after[:, h])]
+    return [
+        h for h in range(before.shape[1]) if not np.allclose(before[:, h], after[:, h])
+    ]
 
 
 nudged = x.copy()
@@ -320,51 +371,67 @@ nudged[0, 2, 0] += 1.0  # change input feature 0 of token 2, nothing else
 
 print("heads whose weights change when feature 0 of token 2 changes")
 print("  project, then split (correct):", heads_that_changed(mha(x)[1], mha(nudged)[1]))
-buggy_before, buggy_after = weights_split_before_projecting(x, mha), weights_split_before_projecting(nudged, mha)
+buggy_before, buggy_after = (
+    weights_split_before_projecting(x, mha),
+    weights_split_before_projecting(nudged, mha),
+)
 print("  split, then project (bug):    ", heads_that_changed(buggy_before, buggy_after))
 
 # %% [markdown]
-# In the correct module one input feature reaches every head. With the bug it reaches only
-# the head that owns its slice, and the layer also has `num_heads` times fewer projection
-# parameters than the formula says.
+# In the correct module one input feature reaches every head. With the bug it reaches
+# only the head that owns its slice, and the layer also has `num_heads` times fewer
+# projection parameters than the formula says.
 #
 # ### Bug 2: reading `W_qkv` in the wrong layout
 #
-# Our `W_qkv` is laid out `[all queries | all keys | all values]`: head `h` finds its query
-# columns in the first third. PyTorch's `in_proj_weight` uses the same order, but transposed:
-# it has shape `(3 * d_model, d_model)` and is applied as `x @ in_proj_weight.T`, so its
-# *rows* come in that order, and `W_qkv` is its transpose. Other code
-# stores the same numbers per head, `[q_0 k_0 v_0 | q_1 k_1 v_1 | ...]`. The layout is a
-# convention between the code that writes the matrix and the code that reads it, and
-# reading ours as if it were per head raises no error: every slice has the right width.
+# Our `W_qkv` is laid out `[all queries | all keys | all values]`: head `h` finds its
+# query columns in the first third. PyTorch's `in_proj_weight` uses the same order, but
+# transposed: it has shape `(3 * d_model, d_model)` and is applied as
+# `x @ in_proj_weight.T`, so its *rows* come in that order, and `W_qkv` is its
+# transpose. Other code stores the same numbers per head,
+# `[q_0 k_0 v_0 | q_1 k_1 v_1 | ...]`. The layout is a convention between the code that
+# writes the matrix and the code that reads it, and reading ours as if it were per head
+# raises no error: every slice has the right width.
 
 # %%
 qkv = x @ mha.W_qkv  # (1, 6, 192)
-per_head = qkv.reshape(batch, seq_len, num_heads, 3, mha.d_k)  # BUG: assumes [q_0 k_0 v_0 | q_1 k_1 v_1 | ...]
-Q_bad, K_bad, V_bad = per_head.transpose(3, 0, 2, 1, 4)  # each (batch, num_heads, seq_len, d_k)
+# BUG: assumes [q_0 k_0 v_0 | q_1 k_1 v_1 | ...]
+per_head = qkv.reshape(batch, seq_len, num_heads, 3, mha.d_k)
+# each (batch, num_heads, seq_len, d_k)
+Q_bad, K_bad, V_bad = per_head.transpose(3, 0, 2, 1, 4)
 heads_bad, weights_bad = scaled_dot_product_attention(Q_bad, K_bad, V_bad)
 output_bad = combine_heads(heads_bad) @ mha.W_o
 
-print("shapes:", output_bad.shape, weights_bad.shape, "  rows sum to one:", np.allclose(weights_bad.sum(-1), 1))
+print(
+    "shapes:",
+    output_bad.shape,
+    weights_bad.shape,
+    "  rows sum to one:",
+    np.allclose(weights_bad.sum(-1), 1),
+)
 print("same output as the module:", np.allclose(output_bad, output))
 print(f"largest difference: {np.abs(output_bad - output).max():.2f}")
 
 # %% [markdown]
 # With random weights, either reading gives a perfectly valid layer, just not the same
-# one. The bug shows up only against a trusted reference: the module itself here, PyTorch
-# in this project's tests, or pretrained weights that suddenly produce nonsense.
+# one. The bug shows up only against a trusted reference: the module itself here,
+# PyTorch in this project's tests, or pretrained weights that suddenly produce nonsense.
 #
 # ### Bug 3: forgetting `W_o`
 #
-# After `combine_heads` the array already has the right shape, `(batch, seq_len, d_model)`,
-# so returning it looks finished. But then output features 0-15 are head 0's output
-# alone, features 16-31 head 1's, and so on: the heads are side by side, never mixed.
-# To see it, double the value columns of head 2 only and ask which output features react.
+# After `combine_heads` the array already has the right shape,
+# `(batch, seq_len, d_model)`, so returning it looks finished. But then output features
+# 0-15 are head 0's output alone, features 16-31 head 1's, and so on: the heads are side
+# by side, never mixed. To see it, double the value columns of head 2 only and ask which
+# output features react.
+
 
 # %%
 def output_without_W_o(x, mha):
     """BUG: the heads are concatenated but never mixed by W_o."""
-    Q, K, V = (split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1))
+    Q, K, V = (
+        split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1)
+    )
     return combine_heads(scaled_dot_product_attention(Q, K, V)[0])
 
 
@@ -373,7 +440,8 @@ def features_that_changed(before, after):
     return f"{len(changed)} of {before.shape[-1]}: {changed.min()} ... {changed.max()}"
 
 
-head2_values = slice(2 * d_model + 2 * mha.d_k, 2 * d_model + 3 * mha.d_k)  # head 2's columns in the value third
+# head 2's columns in the value third
+head2_values = slice(2 * d_model + 2 * mha.d_k, 2 * d_model + 3 * mha.d_k)
 column_scale = np.ones(3 * d_model)
 column_scale[head2_values] = 2.0
 louder = MultiHeadAttention(d_model, num_heads)  # the same layer (seed 42) ...
@@ -381,7 +449,10 @@ louder.W_qkv = mha.W_qkv * column_scale  # ... with head 2's value columns doubl
 
 print("output features that change when head 2's values double")
 print("  with W_o (correct):   ", features_that_changed(mha(x)[0], louder(x)[0]))
-print("  without W_o (bug):    ", features_that_changed(output_without_W_o(x, mha), output_without_W_o(x, louder)))
+print(
+    "  without W_o (bug):    ",
+    features_that_changed(output_without_W_o(x, mha), output_without_W_o(x, louder)),
+)
 
 # %% [markdown]
 # `W_o` is what lets every output feature draw on every head. Without it, the next layer
@@ -398,10 +469,10 @@ print("  without W_o (bug):    ", features_that_changed(output_without_W_o(x, mh
 # ## Summary
 #
 # - Multi-head attention runs `num_heads` scaled dot-product attentions side by side,
-#   each on its own `d_k = d_model // num_heads` wide projection of **all** input features,
-#   then concatenates the heads and mixes them with `W_o`.
-# - The fused `W_qkv` is the query, key and value projections side by side; head `h` uses
-#   columns `h * d_k` to `(h + 1) * d_k - 1` of each.
+#   each on its own `d_k = d_model // num_heads` wide projection of **all** input
+#   features, then concatenates the heads and mixes them with `W_o`.
+# - The fused `W_qkv` is the query, key and value projections side by side; head `h`
+#   uses columns `h * d_k` to `(h + 1) * d_k - 1` of each.
 # - The layer has `4 * d_model**2` parameters for any number of heads.
 # - Input and output have the same shape `(batch, seq_len, d_model)`; the weights have
 #   shape `(batch, num_heads, seq_len, seq_len)` with rows that sum to one.
@@ -420,13 +491,13 @@ print("  without W_o (bug):    ", features_that_changed(output_without_W_o(x, mh
 # Use NumPy, `split_heads` and `scaled_dot_product_attention`; the point is to move the
 # columns of `W_qkv` and the rows of `W_o` yourself.
 #
-# **Exercise 1 (predict, then write): heads that cannot disagree.** Section 6 showed four
-# heads with four different patterns. They differ only because each head has its own block
-# of columns in `W_qkv`. Suppose every head got a copy of head 2's query, key and value
-# columns. First predict: what would the four heatmaps look like, and how many heads would
-# the layer really have? Then write `tied_heads(mha, source)`, which returns a **new**
-# `MultiHeadAttention` in which every head uses head `source`'s columns (queries, keys and
-# values), with the same `W_o`, and leaves `mha` unchanged.
+# **Exercise 1 (predict, then write): heads that cannot disagree.** Section 6 showed
+# four heads with four different patterns. They differ only because each head has its
+# own block of columns in `W_qkv`. Suppose every head got a copy of head 2's query, key
+# and value columns. First predict: what would the four heatmaps look like, and how many
+# heads would the layer really have? Then write `tied_heads(mha, source)`, which returns
+# a **new** `MultiHeadAttention` in which every head uses head `source`'s columns
+# (queries, keys and values), with the same `W_o`, and leaves `mha` unchanged.
 
 
 # %%
@@ -437,30 +508,55 @@ def tied_heads(mha, source):
 
 # %%
 def check_exercise_1(function):
-    source = 2
-    W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
-    tied = function(mha, source)
-    if tied is ...:
-        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
-    assert tied is not mha, "return a new MultiHeadAttention and leave mha as it is"
-    assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(mha.W_o, W_o_before), (
-        "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv itself"
-    )
-    tied_output, tied_weights = tied(x)
-    _, old_weights = mha(x)
-    for h in range(mha.num_heads):
-        assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
-            f"head {h}'s weights are not head {source}'s: copy head {source}'s query and key columns "
-            f"(d_k wide, in the first and in the second third of W_qkv) into head {h}'s place"
+    try:
+        source = 2
+        W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
+        tied = function(mha, source)
+        if tied is ...:
+            return (
+                "Exercise 1: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        assert tied is not mha, "return a new MultiHeadAttention and leave mha as it is"
+        assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(
+            mha.W_o, W_o_before
+        ), (
+            "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv "
+            "itself"
         )
-    # What a layer whose heads are all head `source` must compute: one head, then every row block of W_o.
-    Q, K, V = (split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1))
-    one_head, _ = scaled_dot_product_attention(Q[:, source], K[:, source], V[:, source])  # (batch, seq_len, d_k)
-    W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)  # row block h reads head h
-    assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
-        "the weights are right but the output is not: copy the value columns too, and keep W_o as it is"
-    )
-    return f"Exercise 1: four copies of head {source}, one head's worth of attention. correct."
+        tied_output, tied_weights = tied(x)
+        _, old_weights = mha(x)
+        for h in range(mha.num_heads):
+            assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
+                f"head {h}'s weights are not head {source}'s: copy head {source}'s "
+                "query "
+                "and key columns "
+                "(d_k wide, in the first and in the second third of W_qkv) into head "
+                f"{h}'s place"
+            )
+        # What a layer whose heads are all head `source` must compute: one head, then
+        # every row block of W_o.
+        Q, K, V = (
+            split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1)
+        )
+        # (batch, seq_len, d_k)
+        one_head, _ = scaled_dot_product_attention(
+            Q[:, source], K[:, source], V[:, source]
+        )
+        # row block h reads head h
+        W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)
+        assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
+            "the weights are right but the output is not: copy the value columns too, "
+            "and keep W_o as it is"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
+            "tied_heads(mha, source) returns a MultiHeadAttention of the same size, "
+            "W_qkv of shape (d_model, 3 * d_model)."
+        ) from None
+    return "Exercise 1: correct."
 
 
 print(check_exercise_1(tied_heads))
@@ -469,20 +565,26 @@ print(check_exercise_1(tied_heads))
 # *Solution to exercise 1: the collapsed cell below (click it to open).*
 
 
-# %% jupyter={"source_hidden": true}
-# The prediction: four identical heatmaps, each head 2's. And one head: every head computes
-# the same (batch, seq_len, d_k) output, so combine_heads lays four copies side by side and
-# W_o adds up its four row blocks applied to that one output. The layer is a single head
-# with the output matrix W_o[0:16] + W_o[16:32] + W_o[32:48] + W_o[48:64], and W_qkv holds
-# one head's 3 * d_model * d_k distinct numbers, four times over. That is also one reason
-# the weights start random: heads that start fully identical (the same columns, and the same
-# rows of W_o) get identical gradients and stay identical, so training never separates them.
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# The prediction: four identical heatmaps, each head 2's. And one head: every head
+# computes the same (batch, seq_len, d_k) output, so combine_heads lays four copies side
+# by side and W_o adds up its four row blocks applied to that one output. The layer is a
+# single head with the output matrix W_o[0:16] + W_o[16:32] + W_o[32:48] + W_o[48:64],
+# and W_qkv holds one head's 3 * d_model * d_k distinct numbers, four times over. That
+# is also one reason the weights start random: heads that start fully identical (the
+# same columns, and the same rows of W_o) get identical gradients and stay identical, so
+# training never separates them.
 def solution_tied_heads(mha, source):
     d_model, d_k = mha.d_model, mha.d_k
-    columns = np.arange(source * d_k, (source + 1) * d_k)  # head `source`'s columns within a third
-    tiled = np.tile(columns, mha.num_heads)  # (d_model,): the same d_k columns for every head
+    # head `source`'s columns within a third
+    columns = np.arange(source * d_k, (source + 1) * d_k)
+    # (d_model,): the same d_k columns for every head
+    tiled = np.tile(columns, mha.num_heads)
     tied = MultiHeadAttention(d_model, mha.num_heads)
-    tied.W_qkv = mha.W_qkv[:, np.concatenate([tiled, tiled + d_model, tiled + 2 * d_model])]  # (d_model, 3 * d_model)
+    # (d_model, 3 * d_model)
+    tied.W_qkv = mha.W_qkv[
+        :, np.concatenate([tiled, tiled + d_model, tiled + 2 * d_model])
+    ]
     tied.W_o = mha.W_o.copy()
     return tied
 
@@ -493,11 +595,11 @@ print(check_exercise_1(solution_tied_heads))
 # **Exercise 2 (predict, then write): one head at a time.** Write
 # `multi_head_loop(x, mha)` that computes the module's output and weights with a Python
 # loop over the heads: for each head, cut its three `(d_model, d_k)` matrices out of
-# `mha.W_qkv`, call `scaled_dot_product_attention` on `(batch, seq_len, d_k)` arrays, and
-# collect the results. Concatenate the heads' outputs along the last axis and apply
-# `mha.W_o`. Do not use `split_heads` or `combine_heads`. Before you write it, predict how
-# many matrix products with `x` your loop makes and how many the module makes, and what
-# shape each call of `scaled_dot_product_attention` returns.
+# `mha.W_qkv`, call `scaled_dot_product_attention` on `(batch, seq_len, d_k)` arrays,
+# and collect the results. Concatenate the heads' outputs along the last axis and apply
+# `mha.W_o`. Do not use `split_heads` or `combine_heads`. Before you write it, predict
+# how many matrix products with `x` your loop makes and how many the module makes, and
+# what shape each call of `scaled_dot_product_attention` returns.
 
 
 # %%
@@ -508,21 +610,37 @@ def multi_head_loop(x, mha):
 
 # %%
 def check_exercise_2(function):
-    test_x = np.random.default_rng(7).normal(size=(2, 3, 12))  # a new shape: batch 2, 3 tokens, d_model 12
-    test_mha = MultiHeadAttention(12, 3, seed=1)
-    answer = function(test_x, test_mha)
-    if answer is ...:
-        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
-    expected_output, expected_weights = test_mha(test_x)
-    output, weights = answer
-    assert np.shape(weights) == expected_weights.shape, (
-        f"weights should have shape (batch, num_heads, seq_len, seq_len) = {expected_weights.shape}; "
-        f"got {np.shape(weights)}. Stack the heads' weights on axis 1."
-    )
-    assert np.allclose(weights, expected_weights), "the weights differ: check which columns each head's Q and K use"
-    assert np.allclose(output, expected_output), (
-        "the weights match but the output does not: check the value columns, the concatenation order and W_o"
-    )
+    try:
+        # a new shape: batch 2, 3 tokens, d_model 12
+        test_x = np.random.default_rng(7).normal(size=(2, 3, 12))
+        test_mha = MultiHeadAttention(12, 3, seed=1)
+        answer = function(test_x, test_mha)
+        if answer is ...:
+            return (
+                "Exercise 2: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        expected_output, expected_weights = test_mha(test_x)
+        output, weights = answer
+        assert np.shape(weights) == expected_weights.shape, (
+            "weights should have shape (batch, num_heads, seq_len, seq_len) = "
+            f"{expected_weights.shape}; got {np.shape(weights)}. Stack the heads' "
+            "weights on axis 1."
+        )
+        assert np.allclose(weights, expected_weights), (
+            "the weights differ: check which columns each head's Q and K use"
+        )
+        assert np.allclose(output, expected_output), (
+            "the weights match but the output does not: check the value columns, the "
+            "concatenation order and W_o"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
+            "multi_head_loop(x, mha) returns (output, weights) of shapes (batch, "
+            "seq_len, d_model) and (batch, num_heads, seq_len, seq_len)."
+        ) from None
     return "Exercise 2: correct."
 
 
@@ -532,12 +650,12 @@ print(check_exercise_2(multi_head_loop))
 # *Solution to exercise 2: the collapsed cell below (click it to open).*
 
 
-# %% jupyter={"source_hidden": true}
-# The prediction: the loop makes 3 * num_heads products with x (12 here, for 4 heads), each
-# (batch, seq_len, d_model) @ (d_model, d_k); the module makes one, with all 3 * d_model
-# columns at once. Each call of scaled_dot_product_attention returns an output of shape
-# (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head axis, which
-# np.stack(..., axis=1) then adds.
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# The prediction: the loop makes 3 * num_heads products with x (12 here, for 4 heads),
+# each (batch, seq_len, d_model) @ (d_model, d_k); the module makes one, with all 3 *
+# d_model columns at once. Each call of scaled_dot_product_attention returns an output
+# of shape (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head
+# axis, which np.stack(..., axis=1) then adds.
 def solution_multi_head_loop(x, mha):
     d_model, d_k = mha.d_model, mha.d_k
     outputs, weights = [], []
@@ -546,22 +664,24 @@ def solution_multi_head_loop(x, mha):
         W_q_h = mha.W_qkv[:, :d_model][:, columns]  # (d_model, d_k)
         W_k_h = mha.W_qkv[:, d_model : 2 * d_model][:, columns]  # (d_model, d_k)
         W_v_h = mha.W_qkv[:, 2 * d_model :][:, columns]  # (d_model, d_k)
-        out, w = scaled_dot_product_attention(x @ W_q_h, x @ W_k_h, x @ W_v_h)  # (batch, seq_len, d_k), (..., seq_len)
+        # (batch, seq_len, d_k), (..., seq_len)
+        out, w = scaled_dot_product_attention(x @ W_q_h, x @ W_k_h, x @ W_v_h)
         outputs.append(out)
         weights.append(w)
     concatenated = np.concatenate(outputs, axis=-1)  # (batch, seq_len, d_model)
-    return concatenated @ mha.W_o, np.stack(weights, axis=1)  # (batch, seq_len, d_model), (batch, heads, seq, seq)
+    # (batch, seq_len, d_model), (batch, heads, seq, seq)
+    return concatenated @ mha.W_o, np.stack(weights, axis=1)
 
 
 print(check_exercise_2(solution_multi_head_loop))
 
 # %% [markdown]
-# **Exercise 3 (predict, then write): heads have no order.** Write `permute_heads(mha, order)`
-# that returns a new `MultiHeadAttention` whose head `i` is the old head `order[i]`: its
-# weights `new_weights[:, i]` equal `old_weights[:, order[i]]`, and its output is exactly the
-# old output. First predict: which columns of `W_qkv` must move, which rows or columns of
-# `W_o`, and why the output can stay exactly the same. (Assign new arrays to the new
-# layer's `W_qkv` and `W_o`.)
+# **Exercise 3 (predict, then write): heads have no order.** Write
+# `permute_heads(mha, order)` that returns a new `MultiHeadAttention` whose head `i` is
+# the old head `order[i]`: its weights `new_weights[:, i]` equal
+# `old_weights[:, order[i]]`, and its output is exactly the old output. First predict:
+# which columns of `W_qkv` must move, which rows or columns of `W_o`, and why the output
+# can stay exactly the same. (Assign new arrays to the new layer's `W_qkv` and `W_o`.)
 
 
 # %%
@@ -572,19 +692,33 @@ def permute_heads(mha, order):
 
 # %%
 def check_exercise_3(function):
-    order = [2, 0, 3, 1]
-    new = function(mha, order)
-    if new is ...:
-        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
-    assert new is not mha, "return a new layer and leave mha unchanged"
-    old_output, old_weights = mha(x)
-    new_output, new_weights = new(x)
-    assert np.allclose(new_weights, old_weights[:, order]), (
-        "new head i should compute old head order[i]'s weights: move the query and key columns of each head"
-    )
-    assert np.allclose(new_output, old_output), (
-        "the heads are reordered but the output changed: the value columns and the rows of W_o must follow them"
-    )
+    try:
+        order = [2, 0, 3, 1]
+        new = function(mha, order)
+        if new is ...:
+            return (
+                "Exercise 3: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        assert new is not mha, "return a new layer and leave mha unchanged"
+        old_output, old_weights = mha(x)
+        new_output, new_weights = new(x)
+        assert np.allclose(new_weights, old_weights[:, order]), (
+            "new head i should compute old head order[i]'s weights: move the query and "
+            "key "
+            "columns of each head"
+        )
+        assert np.allclose(new_output, old_output), (
+            "the heads are reordered but the output changed: the value columns and the "
+            "rows of W_o must follow them"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
+            "permute_heads(mha, order) returns a MultiHeadAttention of the same size "
+            "as mha."
+        ) from None
     return "Exercise 3: correct."
 
 
@@ -594,17 +728,20 @@ print(check_exercise_3(permute_heads))
 # *Solution to exercise 3: the collapsed cell below (click it to open).*
 
 
-# %% jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
 # The prediction: in each third of W_qkv (queries, keys, values), head order[i]'s d_k
-# columns move to head i's place; in W_o, the d_k *rows* that read head order[i] move with
-# them, because row block h of W_o multiplies head h's output; W_o's columns (the output
-# features) stay. The output is a sum over heads of (head h's output) @ (row block h of W_o),
-# and a sum does not depend on the order of its terms.
+# columns move to head i's place; in W_o, the d_k *rows* that read head order[i] move
+# with them, because row block h of W_o multiplies head h's output; W_o's columns (the
+# output features) stay. The output is a sum over heads of (head h's output) @ (row
+# block h of W_o), and a sum does not depend on the order of its terms.
 def solution_permute_heads(mha, order):
     d_model, d_k = mha.d_model, mha.d_k
-    columns = np.concatenate([np.arange(h * d_k, (h + 1) * d_k) for h in order])  # (d_model,)
+    # (d_model,)
+    columns = np.concatenate([np.arange(h * d_k, (h + 1) * d_k) for h in order])
     new = MultiHeadAttention(d_model, mha.num_heads)
-    new.W_qkv = mha.W_qkv[:, np.concatenate([columns, columns + d_model, columns + 2 * d_model])]
+    new.W_qkv = mha.W_qkv[
+        :, np.concatenate([columns, columns + d_model, columns + 2 * d_model])
+    ]
     new.W_o = mha.W_o[columns]  # the rows follow their heads
     return new
 
@@ -615,55 +752,62 @@ print(check_exercise_3(solution_permute_heads))
 # ---
 # ## Try it yourself
 #
-# Every setting of this notebook in one widget: move `seq_len`, pick another number of heads
-# (only the counts that divide `d_model` are offered), switch the mask between none, causal and
-# padding, and watch the heatmaps and the readout of row sums redraw. The explorer draws its own
-# random tokens and weights from its seed, so its pictures differ from the ones above. Its
-# `weights` switch also shows the trained two-layer model of notebook 09, whose heads do mean
-# something. (Where no Python runs, on GitHub for instance, you see a still picture of the first
-# frame; open the notebook in JupyterLab or on Binder to move the controls.)
+# Every setting of this notebook in one widget: move `seq_len`, pick another number of
+# heads (only the counts that divide `d_model` are offered), switch the mask between
+# none, causal and padding, and watch the heatmaps and the readout of row sums redraw.
+# The explorer draws its own random tokens and weights from its seed, so its pictures
+# differ from the ones above. Its `weights` switch also shows the trained two-layer
+# model of notebook 09, whose heads do mean something. (Where no Python runs, on GitHub
+# for instance, you see a still picture of the first frame; open the notebook in
+# JupyterLab or on Binder to move the controls.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from mhattn.widgets import explorer
+from mhattn.explorer import explorer
 
 explorer(d_model=64, num_heads=4, seq_len=6, mask="causal")
 
 # %% [markdown]
 # ## References
 #
-# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
-#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
-#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.2 defines multi-head
-#   attention, $\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\text{head}_1,
-#   \dots, \text{head}_h) W^O$, with 8 heads of $d_k = 64$ in a $d_\text{model} = 512$ layer.
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
+#   Kaiser, Ł. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.2 defines
+#   multi-head attention, $\operatorname{MultiHead}(Q, K, V) =
+#   \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)
+#   W^O$, with 8 heads of $d_k = 64$ in a $d_\text{model} = 512$ layer.
 # - Glorot, X. and Bengio, Y. (2010). *Understanding the difficulty of training deep
 #   feedforward neural networks.* AISTATS 2010, PMLR 9, 249-256. The "Xavier" scale
-#   $\sqrt{2 / (\text{fan}_\text{in} + \text{fan}_\text{out})}$ of section 6, which PyTorch's
-#   `nn.MultiheadAttention` uses for its projections.
-# - He, K., Zhang, X., Ren, S. and Sun, J. (2015). *Delving Deep into Rectifiers: Surpassing
-#   Human-Level Performance on ImageNet Classification.* ICCV 2015.
-#   [arXiv:1502.01852](https://arxiv.org/abs/1502.01852). The $\sqrt{2 / \text{fan}_\text{in}}$
-#   scale this module uses, derived for layers followed by a ReLU.
-# - Michel, P., Levy, O. and Neubig, G. (2019). *Are Sixteen Heads Really Better than One?*
-#   NeurIPS 2019. [arXiv:1905.10650](https://arxiv.org/abs/1905.10650). In trained models
-#   many heads can be removed after training with little loss: what heads are for is an
-#   empirical question.
+#   $\sqrt{2 / (\text{fan}_\text{in} + \text{fan}_\text{out})}$ of section 6, which
+#   PyTorch's `nn.MultiheadAttention` uses for its input projection `in_proj_weight`
+#   (Xavier-uniform, zero bias). Its output projection `out_proj` is not
+#   Xavier-initialised: it keeps `nn.Linear`'s default, uniform within
+#   $\pm 1/\sqrt{d_\text{model}}$, and its bias is set to zero.
+# - He, K., Zhang, X., Ren, S. and Sun, J. (2015). *Delving Deep into Rectifiers:
+#   Surpassing Human-Level Performance on ImageNet Classification.* ICCV 2015.
+#   [arXiv:1502.01852](https://arxiv.org/abs/1502.01852). The
+#   $\sqrt{2 / \text{fan}_\text{in}}$ scale this module uses, derived for layers
+#   followed by a ReLU.
+# - Michel, P., Levy, O. and Neubig, G. (2019). *Are Sixteen Heads Really Better than
+#   One?* NeurIPS 2019. [arXiv:1905.10650](https://arxiv.org/abs/1905.10650). In trained
+#   models many heads can be removed after training with little loss: what heads are for
+#   is an empirical question.
 # - Voita, E., Talbot, D., Moiseev, F., Sennrich, R. and Titov, I. (2019). *Analyzing
 #   Multi-Head Self-Attention: Specialized Heads Do the Heavy Lifting, the Rest Can Be
-#   Pruned.* ACL 2019. [arXiv:1905.09418](https://arxiv.org/abs/1905.09418). Trained heads
-#   that follow positions, syntax and rare words: the useful patterns this untrained layer
-#   does not have.
+#   Pruned.* ACL 2019. [arXiv:1905.09418](https://arxiv.org/abs/1905.09418). Trained
+#   heads that follow positions, syntax and rare words: the useful patterns this
+#   untrained layer does not have.
 #
-# **Read next.** Raschka, S. (2024), *Build a Large Language Model (From Scratch)*, Manning,
-# chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), goes from a loop over
-# heads to one fused projection, as exercise 2 and section 3 do here; Karpathy's nanoGPT
+# **Read next.** Raschka, S. (2024), *Build a Large Language Model (From Scratch)*,
+# Manning, chapter 3 ([code](https://github.com/rasbt/LLMs-from-scratch)), goes from a
+# loop over heads to one fused projection, as exercise 2 and section 3 do here;
+# Karpathy's nanoGPT
 # ([model.py](https://github.com/karpathy/nanoGPT/blob/master/model.py)) writes the same
 # module in PyTorch in about twenty lines; Rush, A. (2018), *The Annotated Transformer*
 # ([nlp.seas.harvard.edu/annotated-transformer](https://nlp.seas.harvard.edu/annotated-transformer/))
 # puts it inside a whole Transformer.
 #
 # ---
-# Next: [05_embedding_shift.ipynb](05_embedding_shift.ipynb) looks at what the layer does to
-# the token vectors themselves. The explorer also runs on its own, as an app
+# Next: [05_embedding_shift.ipynb](05_embedding_shift.ipynb) looks at what the layer
+# does to the token vectors themselves. The explorer also runs on its own, as an app
 # ([explore.ipynb](explore.ipynb)): `voila notebooks/explore.ipynb`.

@@ -15,31 +15,31 @@
 # %% [markdown]
 # # 6. Efficiency: the same numbers, faster and in less memory
 #
-# > **Optional: systems material.** You can skip it on a first reading: notebook 09 does not
-# > need it, and notebook 10 recalls the one idea it builds on. It is about how the
-# > computation meets the machine: how many
+# > **Optional: systems material.** You can skip it on a first reading: notebooks 07 to
+# > 09 do not need it, and notebook 10 recalls the one idea it builds on. It is about
+# > how the computation meets the machine: how many
 # > operations a forward pass takes, what limits how fast NumPy can do them (memory
-# > bandwidth, cache sizes, BLAS threads, Python's GIL), and the *engine*, `mhattn.engine`,
-# > which computes the teaching path's numbers in memory that grows linearly with the
-# > sequence. Skip it on a first reading.
+# > bandwidth, cache sizes, BLAS threads, Python's GIL), and the *engine*,
+# > `mhattn.engine`, which computes the teaching path's numbers in memory that grows
+# > linearly with the sequence. Skip it on a first reading.
 #
 # Timings depend on the machine and on whatever else it is doing. So this notebook
-# measures time in **one** cell, whose output is not compared when the notebook is tested,
-# and its text only states what holds on any machine. Every number the text relies on is
-# either exact (operation counts, bytes of memory, measured with `tracemalloc`) or marked
-# as a measurement of the machine that ran the cell; `tests/test_claims_04_06.py`
-# recomputes the exact ones.
+# measures time in **one** cell, whose output is not compared when the notebook is
+# tested, and its text only states what holds on any machine. Every number the text
+# relies on is either exact (operation counts, bytes of memory, measured with
+# `tracemalloc`) or marked as a measurement of the machine that ran the cell;
+# `tests/test_claims_04_06.py` recomputes the exact ones.
 #
 # **What you will learn**
 #
-# - how many floating-point operations (FLOPs) one forward pass takes, why that count grows
-#   like `seq_len**2` only once `seq_len` is much larger than `2 * d_model`, and why the
-#   measured time can grow faster;
+# - how many floating-point operations (FLOPs) one forward pass takes, why that count
+#   grows like `seq_len**2` only once `seq_len` is much larger than `2 * d_model`, and
+#   why the measured time can grow faster;
 # - the *roofline*: a compute roof, bandwidth roofs, and the arithmetic intensity that
-#   says which one limits a kernel: matrix products are compute-bound, the softmax's cheap
-#   passes memory-bound, and `exp` more expensive than it looks;
-# - why the engine's memory grows like `seq_len` while the weights grow like `seq_len**2`,
-#   and why its blocks of queries are sized to a core's cache;
+#   says which one limits a kernel: matrix products are compute-bound, the softmax's
+#   cheap passes memory-bound, and `exp` more expensive than it looks;
+# - why the engine's memory grows like `seq_len` while the weights grow like
+#   `seq_len**2`, and why its blocks of queries are sized to a core's cache;
 # - which parts of NumPy use every core (BLAS) and which use one, and why the engine
 #   nevertheless has no thread pool of its own;
 # - why float32 is faster than float64, and the NumPy 2 trap that silently turns float32
@@ -60,20 +60,21 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from mhattn import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, blocks, blockwise_attention
+from mhattn.figures import save_figure
 from mhattn.source import show_source
 
 np.set_printoptions(precision=4, suppress=True)
-FIGURES = Path("..") / "figures"  # the notebooks run with notebooks/ as the working directory
-FIGURES.mkdir(exist_ok=True)
+# the notebooks run with notebooks/ as the working directory
+FIGURES = Path("..") / "figures"
 rng = np.random.default_rng(0)
 
 
 def best_time(function, repeat=5, budget=0.1):
     """Seconds taken by the fastest call (after one warm-up call).
 
-    At least `repeat` calls, and more until `budget` seconds have passed (at most 100). The
-    fastest run is the one least disturbed by other programs, so it is the steadiest
-    estimate of what the code itself costs.
+    At least `repeat` calls, and more until `budget` seconds have passed (at most
+    100). The fastest run is the one least disturbed by other programs, so it is the
+    steadiest estimate of what the code itself costs.
     """
     function()
     times = []
@@ -85,7 +86,9 @@ def best_time(function, repeat=5, budget=0.1):
 
 
 def peak_bytes(function):
-    """The most bytes NumPy had allocated at any moment during `function()`, its result included."""
+    """The most bytes NumPy had allocated at any moment during `function()`, its result
+    included.
+    """
     tracemalloc.start()  # NumPy reports every array buffer it allocates to tracemalloc
     try:
         function()
@@ -95,7 +98,9 @@ def peak_bytes(function):
 
 
 def log_axis_ticks(ax, axis, values):
-    """Ticks of a log axis at exactly `values`, labelled plainly (no overlapping minor labels)."""
+    """Ticks of a log axis at exactly `values`, labelled plainly (no overlapping minor
+    labels).
+    """
     getattr(ax, f"set_{axis}ticks")(values, [str(v) for v in values])
     getattr(ax, f"{axis}axis").set_minor_locator(NullLocator())
 
@@ -103,26 +108,29 @@ def log_axis_ticks(ax, axis, values):
 # %% [markdown]
 # ## 1. Counting the work
 #
-# For an input of shape `(batch, n, d)` with $H$ heads of width $d_k = d / H$, the forward
-# pass is four matrix products and one softmax. A product of an $m \times k$ matrix with a
-# $k \times p$ matrix takes $m\,k\,p$ multiplications and as many additions: $2mkp$ FLOPs.
+# For an input of shape `(batch, n, d)` with $H$ heads of width $d_k = d / H$, the
+# forward pass is four matrix products and one softmax. A product of an $m \times k$
+# matrix with a $k \times p$ matrix takes $m\,k\,p$ multiplications and as many
+# additions: $2mkp$ FLOPs.
 #
 # | step | shapes | FLOPs |
 # |---|---|---|
 # | `x @ W_qkv` | $(bn \times d)(d \times 3d)$ | $6\,b\,n\,d^2$ |
-# | scores $QK^\top$, every head | $H \times (n \times d_k)(d_k \times n)$ | $2\,b\,n^2 d$ |
-# | weights $\times V$, every head | $H \times (n \times n)(n \times d_k)$ | $2\,b\,n^2 d$ |
+# | scores $QK^\top$, all heads | $H \times (n \times d_k)(d_k \times n)$ | $2bn^2 d$ |
+# | weights $\times V$, all heads | $H \times (n \times n)(n \times d_k)$ | $2bn^2 d$ |
 # | `heads @ W_o` | $(bn \times d)(d \times d)$ | $2\,b\,n\,d^2$ |
 #
 # In total $F(n) = 8\,b\,n\,d^2 + 4\,b\,n^2 d$. The projections grow with $n$, attention
 # with $n^2$, and the two are equal at $n = 2d$. The softmax adds only a handful of
-# operations per score ($b H n^2$ scores), but section 4 shows that they are not the cheap
-# part.
+# operations per score ($b H n^2$ scores), but section 4 shows that they are not the
+# cheap part.
 
 
 # %%
 def forward_flops(batch, seq_len, d_model):
-    """FLOPs of the four matrix products of one forward pass (the softmax not counted)."""
+    """FLOPs of the four matrix products of one forward pass (the softmax not
+    counted).
+    """
     projections = 8 * batch * seq_len * d_model**2
     attention = 4 * batch * seq_len**2 * d_model
     return projections, attention
@@ -131,13 +139,13 @@ def forward_flops(batch, seq_len, d_model):
 for seq_len in (6, 128, 512, 4096):
     projections, attention = forward_flops(1, seq_len, 256)
     print(
-        f"seq_len {seq_len:>5}, d_model 256: {(projections + attention) / 1e9:8.4f} GFLOP, "
-        f"{attention / (projections + attention):4.0%} of them in attention"
+        f"seq_len {seq_len:>5}, d_model 256: {(projections + attention) / 1e9:8.4f} "
+        f"GFLOP, {attention / (projections + attention):4.0%} of them in attention"
     )
 
 # %% [markdown]
-# **How fast does the cost grow?** On a log-log plot, a cost $c\,n^p$ is a straight line of
-# slope $p$. Our cost is a sum of an $n$ term and an $n^2$ term, so its slope changes
+# **How fast does the cost grow?** On a log-log plot, a cost $c\,n^p$ is a straight line
+# of slope $p$. Our cost is a sum of an $n$ term and an $n^2$ term, so its slope changes
 # along the way:
 #
 # $$
@@ -146,9 +154,9 @@ for seq_len in (6, 128, 512, 4096):
 # $$
 #
 # It is close to 1 while $n \ll 2d$ (the projections dominate), exactly 1.5 at $n = 2d$,
-# and approaches 2 only when $n \gg 2d$: a slope of 1.9 needs $n = 18\,d$. So "attention is
-# quadratic" describes the cost of long sequences, not of the sizes in this chapter: at
-# `d_model = 256`, `seq_len = 2048` is only $n = 8d$.
+# and approaches 2 only when $n \gg 2d$: a slope of 1.9 needs $n = 18\,d$. So "attention
+# is quadratic" describes the cost of long sequences, not of the sizes in this chapter:
+# at `d_model = 256`, `seq_len = 2048` is only $n = 8d$.
 
 
 # %%
@@ -160,8 +168,14 @@ def flop_slope(seq_len, d_model):
 seq_lens_t = [256, 512, 1024, 2048]
 print(f"{'seq_len':>8}" + "".join(f"{n:>7}" for n in seq_lens_t))
 for d_model in (32, 256):
-    print(f"d_model {d_model:>3}: n / 2d " + "".join(f"{n / (2 * d_model):>6.1f}" for n in seq_lens_t))
-    print("            slope " + "".join(f"{flop_slope(n, d_model):>6.2f}" for n in seq_lens_t))
+    print(
+        f"d_model {d_model:>3}: n / 2d "
+        + "".join(f"{n / (2 * d_model):>6.1f}" for n in seq_lens_t)
+    )
+    print(
+        "            slope "
+        + "".join(f"{flop_slope(n, d_model):>6.2f}" for n in seq_lens_t)
+    )
 
 # %% [markdown]
 # Section 5 measures the time at both widths over these lengths: at `d_model = 32` the
@@ -173,29 +187,32 @@ for d_model in (32, 256):
 # The teaching path computes every score at once: the weights of all heads, `batch *
 # num_heads * seq_len**2` numbers. At `seq_len = 4096` with 4 heads that is 256 MiB in
 # float32 for one sequence, and it grows fourfold with every doubling. Yet each query's
-# output needs only its own row of weights. So the engine cuts the queries into blocks and
-# runs, for one block at a time, the same three steps as `scaled_dot_product_attention`:
-# the block's scores, their softmax, the block's output. A block is `block_size` query rows
-# of one head, or by default about `BLOCK_SCORES` scores (several whole heads at once when a
-# head has fewer scores than that). Here is the loop over the blocks:
+# output needs only its own row of weights. So the engine cuts the queries into blocks
+# and runs, for one block at a time, the same three steps as
+# `scaled_dot_product_attention`: the block's scores, their softmax, the block's output.
+# A block is `block_size` query rows of one head, or by default about `BLOCK_SCORES`
+# scores (several whole heads at once when a head has fewer scores than that). Here is
+# the loop over the blocks:
 
 # %%
 show_source(blocks.attention_in_blocks)
 
 # %% [markdown]
-# And one block. It computes what `scaled_dot_product_attention` computes, in an order that
-# touches less memory:
+# And one block. It computes what `scaled_dot_product_attention` computes, in an order
+# that touches less memory:
 #
 # - it scales the block's queries by $1/\sqrt{d_k}$ instead of scaling its scores:
 #   `rows * d_k` multiplications instead of `rows * seq_k`;
-# - the scores go into a scratch array made once and reused by every block (or straight into
-#   their rows of the weights, when the weights are asked for), and the softmax works on it
-#   in place (`_softmax_`), so the block's scores are the only score-sized array;
-# - it subtracts each row's maximum only when it must. No score can exceed the length of the
-#   longest query times the length of the longest key (the Cauchy-Schwarz inequality,
-#   $|q \cdot k| \le \lVert q \rVert\,\lVert k \rVert$). When that bound is small, `exp`
-#   can neither overflow nor lose precision, and since the factor $e^{-\max}$ cancels in the
-#   division anyway, skipping it saves two of the softmax's five passes over the scores.
+# - the scores go into a scratch array made once and reused by every block (or straight
+#   into their rows of the weights, when the weights are asked for), and the softmax
+#   works on it in place (`_softmax_`), so the block's scores are the only score-sized
+#   array;
+# - it subtracts each row's maximum only when it must. No score can exceed the length of
+#   the longest query times the length of the longest key (the Cauchy-Schwarz
+#   inequality, $|q \cdot k| \le \lVert q \rVert\,\lVert k \rVert$). When that bound is
+#   small, `exp` can neither overflow nor lose precision, and since the factor
+#   $e^{-\max}$ cancels in the division anyway, skipping it saves two of the softmax's
+#   five passes over the scores.
 
 # %%
 show_source(blocks._attend_block)
@@ -205,8 +222,8 @@ show_source(blocks._softmax_)
 
 # %% [markdown]
 # `FastMultiHeadAttention` is the module of notebook 04 with the one step that notebook
-# pointed at, `_attention`, replaced by the block loop; everything else (the projections,
-# the heads, `W_o`, the argument checks) is inherited unchanged:
+# pointed at, `_attention`, replaced by the block loop; everything else (the
+# projections, the heads, `W_o`, the argument checks) is inherited unchanged:
 
 # %%
 show_source(FastMultiHeadAttention)
@@ -219,58 +236,106 @@ show_source(FastMultiHeadAttention)
 # %%
 x = rng.standard_normal((2, 100, 64))
 mask = causal_mask(100)
-teaching, fast = MultiHeadAttention(64, 4), FastMultiHeadAttention(64, 4)  # the same seed: the same weights
-for dtype, eps in ((np.float64, np.finfo(np.float64).eps), (np.float32, np.finfo(np.float32).eps)):
+# the same seed: the same weights
+teaching, fast = MultiHeadAttention(64, 4), FastMultiHeadAttention(64, 4)
+for dtype, eps in (
+    (np.float64, np.finfo(np.float64).eps),
+    (np.float32, np.finfo(np.float32).eps),
+):
     expected, expected_weights = teaching(x.astype(dtype), mask)
     got, got_weights = fast(x.astype(dtype), mask)
     error = np.abs(got - expected).max() / np.abs(expected).max()
-    # Both paths add the same 64-term dot products in a different order: a few dozen eps at most.
-    print(f"{np.dtype(dtype).name}: output dtype {got.dtype}, largest difference < 100 eps: {error < 100 * eps}, "
-          f"same weights: {np.allclose(got_weights, expected_weights, rtol=100 * eps, atol=100 * eps)}")
+    # Both paths add the same 64-term dot products in a different order: a few dozen eps
+    # at most.
+    print(
+        f"{np.dtype(dtype).name}: output dtype {got.dtype}, largest difference < 100 "
+        f"eps: {error < 100 * eps}, same weights: "
+        f"{np.allclose(got_weights, expected_weights, rtol=100 * eps, atol=100 * eps)}"
+    )
     assert error < 100 * eps
 
 Q, K, V = (rng.standard_normal((2, 4, 100, 16)) for _ in range(3))
 full_output, _ = scaled_dot_product_attention(Q, K, V, mask)
 block_output = blockwise_attention(Q, K, V, mask, block_size=16)
-print("blockwise_attention, blocks of 16 == the full path:", np.allclose(block_output, full_output, rtol=1e-12, atol=1e-12))
+print(
+    "blockwise_attention, blocks of 16 == the full path:",
+    np.allclose(block_output, full_output, rtol=1e-12, atol=1e-12),
+)
 
 # %% [markdown]
 # ## 3. Memory: quadratic weights, linear blocks
 #
-# How much memory does each path hold at its worst moment? `tracemalloc` sees every array
-# NumPy allocates, so its peak is an exact count of bytes, the same on every run and every
-# machine. We compare the teaching path with the block path (no weights returned) over
-# five lengths, 4 heads of width 64, blocks of 64 queries.
+# How much memory does each path hold at its worst moment? `tracemalloc` sees every
+# array NumPy allocates, so its peak is an exact count of bytes, the same on every run
+# and every machine. We compare the teaching path with the block path (no weights
+# returned) over five lengths, 4 heads of width 64, blocks of 64 queries.
 
 # %%
 seq_lens = [128, 256, 512, 1024, 2048]
 num_heads, d_k, block_size = 4, 64, 64
 peaks = {"full": [], "blocks": []}
 for n in seq_lens:
-    Q, K, V = (rng.standard_normal((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3))
-    peaks["full"].append(peak_bytes(lambda Q=Q, K=K, V=V: scaled_dot_product_attention(Q, K, V)))
-    peaks["blocks"].append(peak_bytes(lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V, block_size=block_size)))
+    Q, K, V = (
+        rng.standard_normal((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3)
+    )
+    peaks["full"].append(
+        peak_bytes(lambda Q=Q, K=K, V=V: scaled_dot_product_attention(Q, K, V))
+    )
+    peaks["blocks"].append(
+        peak_bytes(
+            lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V, block_size=block_size)
+        )
+    )
 
-print(f"{'seq_len':>8} {'full (MiB)':>11} {'blocks (MiB)':>13} {'weights alone (MiB)':>20} {'output + 1 block (MiB)':>23}")
+MiB = 2**20
+
+
+def over(measured, formula):
+    """How far a measured peak lies above its formula, as a bound.
+
+    A bound prints the same on every NumPy version: their ufunc buffers, and so the
+    small arrays on top of the formula, differ by some KiB.
+    """
+    extra = (measured - formula) / MiB
+    return "+ under 0.2" if 0 <= extra < 0.2 else f"+ {extra:.2f}"
+
+
+print("peak memory (MiB): the formula for each path, then what tracemalloc measured")
+print(
+    f"{'seq_len':>7} {'3 x weights':>12} {'teaching path':>14}"
+    f" {'output + 1 block':>17} {'block path':>12}"
+)
 for n, full, blocked in zip(seq_lens, peaks["full"], peaks["blocks"], strict=True):
     weights_bytes = num_heads * n * n * 4
-    floor = (num_heads * n * d_k + block_size * n) * 4  # the output and one block of scores, float32
-    print(f"{n:>8} {full / 2**20:>11.2f} {blocked / 2**20:>13.2f} {weights_bytes / 2**20:>20.2f} {floor / 2**20:>23.2f}")
+    # the output and one block of scores, float32
+    floor = (num_heads * n * d_k + block_size * n) * 4
+    print(
+        f"{n:>7} {3 * weights_bytes / MiB:>12.2f} {over(full, 3 * weights_bytes):>14} "
+        f"{floor / MiB:>17.2f} {over(blocked, floor):>12}"
+    )
 
 # %% [markdown]
-# The full path's peak is three times the weight matrix. The teaching code keeps its steps
-# readable, and each step of its softmax makes a new score-sized array: at the worst moment
-# the scores, the scores minus their row maximum, and the exponentials all exist. It
-# quadruples when `seq_len` doubles. The block path holds the output (`seq_len * d_k`
-# numbers per head) and one block of `block_size * seq_len` scores, plus a few small
-# arrays: it doubles.
+# The full path's peak is three times the weight matrix. The teaching code keeps its
+# steps readable, and each step of its softmax makes a new score-sized array: at the
+# worst moment the scores, the scores minus their row maximum, and the exponentials all
+# exist. It quadruples when `seq_len` doubles. The block path holds the output
+# (`seq_len * d_k` numbers per head) and one block of `block_size * seq_len` scores,
+# plus a few small arrays: it doubles.
 
 # %%
-# Rounded as printed: a few hundred bytes of Python's own objects can differ between Python versions.
-peaks_mib = {name: np.round(np.array(values) / 2**20, 2) for name, values in peaks.items()}
+# Rounded as printed: a few hundred bytes of Python's own objects can differ between
+# Python versions.
+peaks_mib = {
+    name: np.round(np.array(values) / 2**20, 2) for name, values in peaks.items()
+}
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.loglog(seq_lens, peaks_mib["full"], "o-", label="all scores at once (teaching path)")
-ax.loglog(seq_lens, peaks_mib["blocks"], "s-", label=f"blocks of {block_size} queries (engine)")
+ax.loglog(
+    seq_lens,
+    peaks_mib["blocks"],
+    "s-",
+    label=f"blocks of {block_size} queries (engine)",
+)
 log_axis_ticks(ax, "x", seq_lens)
 ax.set_xlabel("seq_len")
 ax.set_ylabel("peak memory (MiB)")
@@ -278,7 +343,8 @@ ax.set_title(f"Peak memory of attention, {num_heads} heads, float32")
 ax.legend()
 ax.grid(True, which="major", alpha=0.3)
 fig.tight_layout()
-fig.savefig(FIGURES / "06_memory.png", dpi=100, metadata={"Software": None})
+save_figure(fig, FIGURES / "06_memory.png")
+plt.show()
 
 # %% [markdown]
 # On a log-log plot a power law is a straight line whose slope is the exponent. Read off
@@ -293,10 +359,10 @@ for name, values in peaks.items():
 # ## 4. What limits the speed: the roofline
 #
 # A processor can be slow at a kernel for two different reasons: it cannot *compute* any
-# faster, or it cannot *feed* the arithmetic units with data any faster. The roofline model
-# (Williams, Waterman and Patterson 2009) puts both on one picture. Give each kernel its
-# **arithmetic intensity** $I$, the FLOPs it performs per byte it moves to or from memory.
-# Then its speed is at most
+# faster, or it cannot *feed* the arithmetic units with data any faster. The roofline
+# model (Williams, Waterman and Patterson 2009) puts both on one picture. Give each
+# kernel its **arithmetic intensity** $I$, the FLOPs it performs per byte it moves to or
+# from memory. Then its speed is at most
 #
 # $$
 # \text{FLOP/s} \le \min\left(P,\; B \cdot I\right),
@@ -307,25 +373,29 @@ for name, values in peaks.items():
 # main memory, cache). A kernel whose intensity lies left of the ridge point $P / B$ is
 # **memory-bound**: more arithmetic units would not help it, fewer bytes would.
 #
-# The intensities of our kernels need no measurement, only counting. For one float32 head
-# block of `rows` queries against `seq_k` keys of width `d_k`:
+# The intensities of our kernels need no measurement, only counting. For one float32
+# head block of `rows` queries against `seq_k` keys of width `d_k`:
 #
-# - the scores `q @ k.T` perform $2 \cdot \text{rows} \cdot \text{seq\_k} \cdot d_k$ FLOPs and
-#   move `q`, `k` and the scores: $4(\text{rows}\, d_k + \text{seq\_k}\, d_k + \text{rows}\,
-#   \text{seq\_k})$ bytes;
+# - the scores `q @ k.T` perform $2 \cdot \text{rows} \cdot \text{seq\_k} \cdot d_k$
+#   FLOPs and move `q`, `k` and the scores: $4(\text{rows}\, d_k + \text{seq\_k}\, d_k +
+#   \text{rows}\, \text{seq\_k})$ bytes;
 # - one elementwise pass of the softmax (subtract, `exp`, divide) performs about one
 #   operation per score and reads and writes 4 bytes each: $I \approx 1/8$.
 
 
 # %%
 def matmul_intensity(m, k, p, itemsize=4):
-    """FLOPs per byte of an (m x k) @ (k x p) product that reads both inputs and writes the output once."""
+    """FLOPs per byte of an (m x k) @ (k x p) product that reads both inputs and writes
+    the output once.
+    """
     return 2 * m * k * p / (itemsize * (m * k + k * p + m * p))
 
 
 kernels = {
     "x @ W_qkv, seq_len 2048, d_model 256": matmul_intensity(2048, 256, 768),
-    "q @ k.T, a block of 128 queries, seq_k 2048, d_k 64": matmul_intensity(128, 64, 2048),
+    "q @ k.T, a block of 128 queries, seq_k 2048, d_k 64": matmul_intensity(
+        128, 64, 2048
+    ),
     "q @ k.T, one query at a time": matmul_intensity(1, 64, 2048),
     "weights @ v, 128 queries, seq_k 2048, d_k 64": matmul_intensity(128, 2048, 64),
     "plain 512 x 512 x 512 product": matmul_intensity(512, 512, 512),
@@ -338,28 +408,31 @@ for name, intensity in kernels.items():
 # Section 5 measures this machine's ridge point $P / B$; on current CPUs it lies between
 # about 1 and 20 FLOPs per byte for main memory, and lower for cache. The projection
 # (88 FLOPs per byte) and a plain 512 x 512 x 512 product (85) sit right of it on any of
-# them: compute-bound. A block's score product (21 for 128 queries of width 64) sits near the
-# ridge or right of it; one query at a time (0.49) would be memory-bound everywhere, since
-# it reads all of `k` for a single row of scores (exercise 3 asks how many rows a block
-# needs). The softmax's passes, at about 1/8, sit far left of every ridge point: for the
-# cheap ones (maximum, subtract, sum, divide) the arithmetic cannot be the limit, and
-# their speed is set by where the scores live. (`exp` is the exception: one exponential
-# costs a dozen or more instructions, so it can be slower than memory; section 5 measures
-# it.) A full score matrix of a long sequence is larger than any cache, so each pass
-# streams it from main memory and back. A block of scores small enough to stay in a core's
-# L2 cache makes every pass after the first read from the cache instead: that is the
-# engine's reason for sizing its blocks.
+# them: compute-bound. A block's score product (21 for 128 queries of width 64) sits
+# near the ridge or right of it; one query at a time (0.49) would be memory-bound
+# everywhere, since it reads all of `k` for a single row of scores (exercise 3 asks how
+# many rows a block needs). The softmax's passes, at about 1/8, sit far left of every
+# ridge point: for the cheap ones (maximum, subtract, sum, divide) the arithmetic cannot
+# be the limit, and their speed is set by where the scores live. (`exp` is the
+# exception: one exponential costs a dozen or more instructions, so it can be slower
+# than memory; section 5 measures it.) A full score matrix of a long sequence is larger
+# than any cache, so each pass streams it from main memory and back. A block of scores
+# small enough to stay in a core's L2 cache makes every pass after the first read from
+# the cache instead: that is the engine's reason for sizing its blocks.
 
 # %%
-print(f"the engine's default block: {blocks.BLOCK_SCORES} float32 scores = {blocks.BLOCK_SCORES * 4 / 2**20:g} MiB")
+print(
+    f"the engine's default block: {blocks.BLOCK_SCORES} float32 scores = "
+    f"{blocks.BLOCK_SCORES * 4 / 2**20:g} MiB"
+)
 
 # %% [markdown]
-# 1 MiB is the L2 cache of one core on many current processors (1 to 2 MiB on recent Intel
-# and AMD cores). Where L2 is smaller (256 KiB on older Intel cores, 512 KiB on AMD's Zen 2
-# and 3), a block spills into the L3 cache, slower than L2 but still far faster than main
-# memory. The size was measured, not guessed: the comment above `BLOCK_SCORES` in
-# `mhattn/engine/blocks.py` gives the times of blocks from 128 KiB to 1 MiB (larger was
-# faster up to 1 MiB, and gained little beyond).
+# 1 MiB is the L2 cache of one core on many current processors (1 to 2 MiB on recent
+# Intel and AMD cores). Where L2 is smaller (256 KiB on older Intel cores, 512 KiB on
+# AMD's Zen 2 and 3), a block spills into the L3 cache, slower than L2 but still far
+# faster than main memory. The size was measured, not guessed: the comment above
+# `BLOCK_SCORES` in `mhattn/engine/blocks.py` gives the times of blocks from 128 KiB to
+# 1 MiB (larger was faster up to 1 MiB, and gained little beyond).
 
 # %% [markdown]
 # ## 5. The measurements
@@ -368,53 +441,98 @@ print(f"the engine's default block: {blocks.BLOCK_SCORES} float32 scores = {bloc
 # compute roof with all BLAS threads and with one; the bandwidth of main memory and of a
 # core's cache, as seen by one NumPy elementwise pass), times the kernels of section 4
 # (`exp` also into a new array, whose cost the reading below explains), then the whole
-# forward pass of the teaching path and of the engine at the two widths of section 1. The
-# forward passes run with BLAS on one thread: that compares the two algorithms rather than
-# how well BLAS spreads small products over cores, and keeps the comparison meaningful on
-# a busy machine. The output is what the machine that last ran this notebook measured;
-# your machine will print other numbers.
+# forward pass of the teaching path and of the engine at the two widths of section 1.
+# The forward passes run with BLAS on one thread: that compares the two algorithms
+# rather than how well BLAS spreads small products over cores, and keeps the comparison
+# meaningful on a busy machine. The output is what the machine that last ran this
+# notebook measured; your machine will print other numbers.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-# (Timings differ on every machine and every run: this is the notebook's only cell whose output is not compared.)
+# (Timings differ on every machine and every run: this is the notebook's only cell whose
+# output is not compared.)
 measured = {}
 A, B = (rng.standard_normal((512, 512), dtype=np.float32) for _ in range(2))
-measured["peak, all BLAS threads"] = 2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
+measured["peak, all BLAS threads"] = (
+    2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
+)
 with threadpool_limits(limits=1, user_api="blas"):
-    measured["peak, one BLAS thread"] = 2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
-time.sleep(0.2)  # OpenBLAS's threads spin for ~0.1 s after a product; let them sleep before one-core passes
+    measured["peak, one BLAS thread"] = (
+        2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
+    )
+# OpenBLAS's threads spin for ~0.1 s after a product; let them sleep before one-core
+# passes
+time.sleep(0.2)
 big = np.ones(2**24, dtype=np.float32)  # 64 MiB: far larger than any cache
-small = np.ones(blocks.BLOCK_SCORES, dtype=np.float32)  # as many numbers as one block of scores
-measured["memory GB/s"] = big.nbytes * 2 / best_time(lambda: np.multiply(big, 1.0, out=big), repeat=3) / 1e9
+# as many numbers as one block of scores
+small = np.ones(blocks.BLOCK_SCORES, dtype=np.float32)
+measured["memory GB/s"] = (
+    big.nbytes * 2 / best_time(lambda: np.multiply(big, 1.0, out=big), repeat=3) / 1e9
+)
 repeats = big.size // small.size  # the same number of bytes, from cache
 measured["cache GB/s"] = (
-    big.nbytes * 2 / best_time(lambda: [np.multiply(small, 1.0, out=small) for _ in range(repeats)], repeat=3) / 1e9
+    big.nbytes
+    * 2
+    / best_time(
+        lambda: [np.multiply(small, 1.0, out=small) for _ in range(repeats)], repeat=3
+    )
+    / 1e9
 )
-scores = rng.standard_normal((4, 2048, 2048), dtype=np.float32)  # all scores of 4 heads: 64 MiB
+# all scores of 4 heads: 64 MiB
+scores = rng.standard_normal((4, 2048, 2048), dtype=np.float32)
 exps = np.empty_like(scores)
 rows = blocks.BLOCK_SCORES // 2048  # the rows of one default block against 2048 keys
 block, block_exps = scores[0, :rows].copy(), np.empty((rows, 2048), dtype=np.float32)
-measured["exp Gop/s, all scores"] = scores.size / best_time(lambda: np.exp(scores, out=exps), 3) / 1e9
-measured["exp Gop/s, all scores, new array"] = scores.size / best_time(lambda: np.exp(scores), 3) / 1e9
-measured["exp Gop/s, one block"] = (
-    scores.size / best_time(lambda: [np.exp(block, out=block_exps) for _ in range(scores.size // block.size)], 3) / 1e9
+measured["exp Gop/s, all scores"] = (
+    scores.size / best_time(lambda: np.exp(scores, out=exps), 3) / 1e9
 )
-q, k = rng.standard_normal((128, 64), dtype=np.float32), rng.standard_normal((2048, 64), dtype=np.float32)
-with threadpool_limits(limits=1, user_api="blas"):  # a small product: one core, as in the engine's timing below
-    measured["q @ k.T GFLOP/s, 128 rows, one thread"] = 2 * 128 * 2048 * 64 / best_time(lambda: q @ k.T, 20) / 1e9
+measured["exp Gop/s, all scores, new array"] = (
+    scores.size / best_time(lambda: np.exp(scores), 3) / 1e9
+)
+measured["exp Gop/s, one block"] = (
+    scores.size
+    / best_time(
+        lambda: [
+            np.exp(block, out=block_exps) for _ in range(scores.size // block.size)
+        ],
+        3,
+    )
+    / 1e9
+)
+q, k = (
+    rng.standard_normal((128, 64), dtype=np.float32),
+    rng.standard_normal((2048, 64), dtype=np.float32),
+)
+# a small product: one core, as in the engine's timing below
+with threadpool_limits(limits=1, user_api="blas"):
+    measured["q @ k.T GFLOP/s, 128 rows, one thread"] = (
+        2 * 128 * 2048 * 64 / best_time(lambda: q @ k.T, 20) / 1e9
+    )
 blas = [info for info in threadpool_info() if info.get("user_api") == "blas"]
-print(f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads" if blas else "BLAS: not found by threadpoolctl")
+print(
+    f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads"
+    if blas
+    else "BLAS: not found by threadpoolctl"
+)
 for name, value in measured.items():
     print(f"{name:<38} {value:8.1f}")
 
 times = {}
-with threadpool_limits(limits=1, user_api="blas"):  # one core: the algorithms compared, not BLAS's threading
+# one core: the algorithms compared, not BLAS's threading
+with threadpool_limits(limits=1, user_api="blas"):
     for d_model in (32, 256):
         for n in seq_lens_t:
             x = rng.standard_normal((1, n, d_model), dtype=np.float32)
-            teaching, fast = MultiHeadAttention(d_model, 4), FastMultiHeadAttention(d_model, 4)
-            times["teaching", d_model, n] = best_time(lambda x=x, m=teaching: m(x), repeat=3)
-            times["engine", d_model, n] = best_time(lambda x=x, m=fast: m(x, need_weights=False), repeat=3)
+            teaching, fast = (
+                MultiHeadAttention(d_model, 4),
+                FastMultiHeadAttention(d_model, 4),
+            )
+            times["teaching", d_model, n] = best_time(
+                lambda x=x, m=teaching: m(x), repeat=3
+            )
+            times["engine", d_model, n] = best_time(
+                lambda x=x, m=fast: m(x, need_weights=False), repeat=3
+            )
 
 
 def slopes(values):
@@ -431,84 +549,130 @@ for path in ("teaching", "engine"):
 for d_model in (32, 256):
     measured_slopes = slopes({n: times["teaching", d_model, n] for n in seq_lens_t})
     flop_slopes = slopes({n: sum(forward_flops(1, n, d_model)) for n in seq_lens_t})
-    print(f"d_model {d_model:>3}: slopes of the teaching path " + ", ".join(f"{v:.2f}" for v in measured_slopes)
-          + "; of its FLOPs " + ", ".join(f"{v:.2f}" for v in flop_slopes))
+    print(
+        f"d_model {d_model:>3}: slopes of the teaching path "
+        + ", ".join(f"{v:.2f}" for v in measured_slopes)
+        + "; of its FLOPs "
+        + ", ".join(f"{v:.2f}" for v in flop_slopes)
+    )
 for d_model in (32, 256):
-    faster = [n for n in seq_lens_t if times["engine", d_model, n] < times["teaching", d_model, n]]
+    faster = [
+        n
+        for n in seq_lens_t
+        if times["engine", d_model, n] < times["teaching", d_model, n]
+    ]
     since = [n for n in faster if all(m in faster for m in seq_lens_t if m >= n)]
-    print(f"d_model {d_model:>3}: the engine was faster " + (f"from seq_len {since[0]} on" if since else "at no length"))
+    print(
+        f"d_model {d_model:>3}: the engine was faster "
+        + (f"from seq_len {since[0]} on" if since else "at no length")
+    )
 
 # %% [markdown]
-# The same measurements as two pictures. Left, the time of a forward pass against
+# The same measurements as two pictures. Top, the time of a forward pass against
 # `seq_len`, with the shape the FLOP count predicts drawn through the last point of each
-# teaching curve. Right, the roofline of this machine, with the kernels of section 4 at
+# teaching curve. Bottom, the roofline of this machine, with the kernels of section 4 at
 # their intensities.
 
 # %%
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 10))
 for d_model, colour in ((32, "tab:blue"), (256, "tab:orange")):
     for path, style in (("teaching", "o-"), ("engine", "s--")):
         values = np.array([times[path, d_model, n] for n in seq_lens_t]) * 1e3
-        left.loglog(seq_lens_t, values, style, color=colour, label=f"{path}, d_model {d_model}")
-    flops = np.array([sum(forward_flops(1, n, d_model)) for n in seq_lens_t], dtype=float)
+        left.loglog(
+            seq_lens_t, values, style, color=colour, label=f"{path}, d_model {d_model}"
+        )
+    flops = np.array(
+        [sum(forward_flops(1, n, d_model)) for n in seq_lens_t], dtype=float
+    )
     model = flops / flops[-1] * times["teaching", d_model, seq_lens_t[-1]] * 1e3
-    left.loglog(seq_lens_t, model, ":", color="black", label="FLOP count" if d_model == 32 else None)
+    left.loglog(
+        seq_lens_t,
+        model,
+        ":",
+        color="black",
+        label="FLOP count" if d_model == 32 else None,
+    )
 log_axis_ticks(left, "x", seq_lens_t)
-left.set(xlabel="seq_len", ylabel="time per forward pass (ms)", title="Time, 4 heads, float32, one BLAS thread")
-left.legend(fontsize=8)
+left.set(
+    xlabel="seq_len",
+    ylabel="time per forward pass (ms)",
+    title="Time, 4 heads, float32, one BLAS thread",
+)
+left.legend()
 left.grid(True, which="major", alpha=0.3)
 
 intensity = np.logspace(-2, 3, 200)
 peak = max(measured["peak, all BLAS threads"], measured["peak, one BLAS thread"])
 for name, colour in (("memory GB/s", "tab:red"), ("cache GB/s", "tab:green")):
-    right.loglog(intensity, np.minimum(peak, measured[name] * intensity), color=colour, label=f"roof: {name[:-5]}")
-right.axhline(measured["peak, one BLAS thread"], color="grey", linestyle=":", label="compute roof, one thread")
+    right.loglog(
+        intensity,
+        np.minimum(peak, measured[name] * intensity),
+        color=colour,
+        label=f"roof: {name[:-5]}",
+    )
+right.axhline(
+    measured["peak, one BLAS thread"],
+    color="grey",
+    linestyle=":",
+    label="compute roof, one thread",
+)
 points = {
     "512^3 product": (matmul_intensity(512, 512, 512), peak),
-    "q @ k.T, 128 queries, one thread": (matmul_intensity(128, 64, 2048), measured["q @ k.T GFLOP/s, 128 rows, one thread"]),
+    "q @ k.T, 128 queries, one thread": (
+        matmul_intensity(128, 64, 2048),
+        measured["q @ k.T GFLOP/s, 128 rows, one thread"],
+    ),
     "exp, all scores": (1 / 8, measured["exp Gop/s, all scores"]),
     "exp, one block": (1 / 8, measured["exp Gop/s, one block"]),
 }
 for name, (i, speed) in points.items():
     right.loglog(i, speed, "o", label=name)
-right.set(xlabel="arithmetic intensity (FLOP per byte)", ylabel="GFLOP/s", title="Roofline of this machine (measured)")
-right.legend(fontsize=8)
+right.set(
+    xlabel="arithmetic intensity (FLOP per byte)",
+    ylabel="GFLOP/s",
+    title="Roofline of this machine (measured)",
+)
+right.legend(loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2)
 right.grid(True, which="major", alpha=0.3)
-fig.tight_layout()  # not saved to figures/: its numbers differ on every run and every machine
+# not saved to figures/: its numbers differ on every run and every machine
+fig.tight_layout()
 
 # %% [markdown]
 # How to read them, on any machine:
 #
 # - **The FLOP count's slope is a floor, not the answer.** It approaches 2 only once
-#   `seq_len` is many times `2 * d_model`: at `d_model = 32` it is 1.85 to 1.96 over these
-#   lengths, at `d_model = 256` only 1.4 to 1.7 (the cell prints both slopes). The
-#   measured slopes of the teaching path are usually steeper than its FLOPs', and can pass 2.
-#   The FLOP count leaves out the softmax, whose passes over the scores also grow like
-#   `seq_len**2` and run at the speed of memory, not of the arithmetic units; in NumPy they
-#   cost as much as the matrix products. And each time the scores outgrow a level of cache,
-#   every pass over them gets slower per number. Below a few hundred tokens, fixed costs
-#   per call (Python, NumPy's dispatch, small allocations) flatten the curve instead.
+#   `seq_len` is many times `2 * d_model`: at `d_model = 32` it is 1.85 to 1.96 over
+#   these lengths, at `d_model = 256` only 1.4 to 1.7 (the cell prints both slopes). The
+#   measured slopes of the teaching path are usually steeper than its FLOPs', and can
+#   pass 2. The FLOP count leaves out the softmax, whose passes over the scores also
+#   grow like `seq_len**2` and run at the speed of memory, not of the arithmetic units;
+#   in NumPy they cost as much as the matrix products. And each time the scores outgrow
+#   a level of cache, every pass over them gets slower per number. Below a few hundred
+#   tokens, fixed costs per call (Python, NumPy's dispatch, small allocations) flatten
+#   the curve instead.
 # - **Why and where the engine is faster.** It makes fewer passes over the scores (the
 #   softmax in place, no maximum to subtract when the bound allows, the scale applied to
-#   the queries), it allocates no new score-sized arrays, and its blocks keep the remaining
-#   passes in cache. (A new array of many MiB usually comes straight from the operating
-#   system, which on Linux takes a page fault for every 4 KiB page the first time it is
-#   written: compare the two `exp` lines of all scores above, into a reused array and into
-#   a new one.) So its lead grows with `seq_len`, at both widths: small or none at a few
-#   hundred tokens, where per-call costs dominate and all scores fit in cache anyway; large
-#   once the score matrix reaches 16 MiB and more (`seq_len` 1024 and beyond, 4 heads),
-#   where every extra pass and every fresh array of the teaching path goes to main memory.
-#   The cell prints from which `seq_len` on it was faster here.
-# - **Cheap passes are memory-bound; `exp` is costly.** A pass with one multiplication per
-#   number runs at the bandwidth of wherever its data lives: the `memory` and `cache` lines
-#   are exactly that, and cache is several times faster. `exp` on one core sits below both
-#   roofs, on all scores and on one block alike, wherever memory is fast enough to keep up
-#   with it: counted as one operation it looks memory-bound, but one exponential costs a
-#   dozen or more instructions. So the engine's blocks speed up the cheap passes, and `exp`
-#   gains most from what the engine avoids: extra passes and new arrays.
-# - **Matrix products use every core; elementwise passes use one.** The compute roof with
-#   one BLAS thread is lower than with all of them, by up to the number of cores. NumPy's
-#   `exp`, `max` and `sum` run on a single core whatever BLAS does.
+#   the queries), it allocates no new score-sized arrays, and its blocks keep the
+#   remaining passes in cache. (A new array of many MiB usually comes straight from the
+#   operating system, which on Linux takes a page fault for every 4 KiB page the first
+#   time it is written: compare the two `exp` lines of all scores above, into a reused
+#   array and into a new one.) So its lead grows with `seq_len`, at both widths: small
+#   or none at a few hundred tokens, where per-call costs dominate and all scores fit in
+#   cache anyway; large once the score matrix reaches 16 MiB and more (`seq_len` 1024
+#   and beyond, 4 heads), where every extra pass and every fresh array of the teaching
+#   path goes to main memory. The cell prints from which `seq_len` on it was faster
+#   here.
+# - **Cheap passes are memory-bound; `exp` is costly.** A pass with one multiplication
+#   per number runs at the bandwidth of wherever its data lives: the `memory` and
+#   `cache` lines are exactly that, and cache is several times faster. `exp` on one core
+#   sits below both roofs, on all scores and on one block alike, wherever memory is fast
+#   enough to keep up with it: counted as one operation it looks memory-bound, but one
+#   exponential costs a dozen or more instructions. So the engine's blocks speed up the
+#   cheap passes, and `exp` gains most from what the engine avoids: extra passes and new
+#   arrays.
+# - **Matrix products use every core; elementwise passes use one.** The compute roof
+#   with one BLAS thread is lower than with all of them, by up to the number of cores.
+#   NumPy's `exp`, `max` and `sum` run on a single core whatever BLAS does.
 
 # %% [markdown]
 # ## 6. Threads: why the engine has no thread pool
@@ -516,44 +680,46 @@ fig.tight_layout()  # not saved to figures/: its numbers differ on every run and
 # The last point suggests an obvious plan: the blocks are independent, so give them to a
 # pool of Python threads, one block per core, and let every core run the exponentials.
 # Python's global interpreter lock (GIL) does not stop this: NumPy releases it inside
-# `matmul`, `exp` and the other array loops, so several threads can run NumPy code at the
-# same time. An earlier version of this package did exactly that. It was fast on the
+# `matmul`, `exp` and the other array loops, so several threads can run NumPy code at
+# the same time. An earlier version of this package did exactly that. It was fast on the
 # machine it was written on, and fragile everywhere else:
 #
 # - **Oversubscription.** Each block's matrix products are themselves threaded by BLAS.
-#   With a pool of $T$ threads each asking BLAS for $T$ threads, $T^2$ threads fight over
-#   $T$ cores. Telling BLAS to use one thread per call needs a process-wide setting
+#   With a pool of $T$ threads each asking BLAS for $T$ threads, $T^2$ threads fight
+#   over $T$ cores. Telling BLAS to use one thread per call needs a process-wide setting
 #   (`threadpoolctl`), which other threads can change while a call runs, and which some
-#   versions silently ignore when it is set from a thread other than the first; calls from
-#   a worker thread then ran 10 to 20 times slower.
-# - **`fork`.** A pool created before `os.fork()` (what `multiprocessing` does by default
-#   on Linux before Python 3.14) is dead in the child: the child's first large call waited
-#   forever.
-# - **Scaling.** On a 16-core machine it got *slower* beyond 8 threads, and its memory grew
-#   with the thread count, since every thread holds a block.
+#   versions silently ignore when it is set from a thread other than the first; calls
+#   from a worker thread then ran 10 to 20 times slower.
+# - **`fork`.** A pool created before `os.fork()` (what `multiprocessing` does by
+#   default on Linux before Python 3.14) is dead in the child: the child's first large
+#   call waited forever.
+# - **Scaling.** On a 16-core machine it got *slower* beyond 8 threads, and its memory
+#   grew with the thread count, since every thread holds a block.
 #
-# The engine therefore runs its blocks one after another on the caller's thread and leaves
-# threads to BLAS, which threads each block's matrix products. That gives up parallel
-# exponentials, and gains code that is as fast from any thread, safe after `fork`, leaves
-# no state behind and holds one block at a time. `benchmarks/bench_vs_torch.py --threads N`
-# compares it with PyTorch at any thread count.
+# The engine therefore runs its blocks one after another on the caller's thread and
+# leaves threads to BLAS, which threads each block's matrix products. That gives up
+# parallel exponentials, and gains code that is as fast from any thread, safe after
+# `fork`, leaves no state behind and holds one block at a time.
+# `benchmarks/bench_vs_torch.py --threads N` compares it with PyTorch at any thread
+# count.
 
 # %% [markdown]
 # ## 7. float32 instead of float64
 #
-# A float32 number takes 4 bytes, a float64 number 8. Twice as many float32 numbers fit in
-# a vector register, a cache line and a second of memory bandwidth, so float32 attention
-# runs up to about twice as fast and needs half the memory. Its precision, about 7
-# significant digits, is enough for the forward pass of a trained network; training is
-# more delicate, and mixed-precision training keeps a float32 copy of the weights for
-# exactly that reason (Micikevicius et al. 2018). The module keeps float32 input in float32
-# end to end.
+# A float32 number takes 4 bytes, a float64 number 8. Twice as many float32 numbers fit
+# in a vector register, a cache line and a second of memory bandwidth, so float32
+# attention runs up to about twice as fast and needs half the memory. Its precision,
+# about 7 significant digits, is enough for the forward pass of a trained network;
+# training is more delicate, and mixed-precision training keeps a float32 copy of the
+# weights for exactly that reason (Micikevicius et al. 2018). The module keeps float32
+# input in float32 end to end.
 #
 # The speed is easy to lose. NumPy 2 keeps the precision of a NumPy *scalar*: dividing a
 # float32 array by `np.sqrt(d_k)`, which is a float64 scalar, gives a float64 array, and
 # every step after it runs at float64 speed. No error, no warning; the bug and its fix
-# differ by a few characters. `scaled_dot_product_attention` divides by `math.sqrt(d_k)`,
-# a plain Python float, which NumPy treats as "whatever precision the array has".
+# differ by a few characters. `scaled_dot_product_attention` divides by
+# `math.sqrt(d_k)`, a plain Python float, which NumPy treats as "whatever precision the
+# array has".
 
 # %%
 scores32 = np.ones((2, 2), dtype=np.float32)
@@ -562,24 +728,30 @@ print("scores / np.sqrt(d_k)         ->", (scores32 / np.sqrt(d_k)).dtype)
 print("scores / math.sqrt(d_k)       ->", (scores32 / math.sqrt(d_k)).dtype)
 print("scores / np.float32(8.0)      ->", (scores32 / np.float32(8.0)).dtype)
 x32 = rng.standard_normal((1, 6, 64), dtype=np.float32)
-print("MultiHeadAttention on float32 ->", [a.dtype for a in MultiHeadAttention(64, 4)(x32)])
-print("FastMultiHeadAttention        ->", [a.dtype for a in FastMultiHeadAttention(64, 4)(x32)])
+print(
+    "MultiHeadAttention on float32 ->",
+    [a.dtype for a in MultiHeadAttention(64, 4)(x32)],
+)
+print(
+    "FastMultiHeadAttention        ->",
+    [a.dtype for a in FastMultiHeadAttention(64, 4)(x32)],
+)
 
 # %% [markdown]
 # ## Summary
 #
-# - A forward pass costs $8bnd^2 + 4bn^2d$ FLOPs. Its log-log slope is $2(n + d)/(n + 2d)$:
-#   1.5 at $n = 2d$, near 2 only for $n \gg 2d$.
+# - A forward pass costs $8bnd^2 + 4bn^2d$ FLOPs. Its log-log slope is
+#   $2(n + d)/(n + 2d)$: 1.5 at $n = 2d$, near 2 only for $n \gg 2d$.
 # - The roofline says what limits a kernel: matrix products with many rows are
 #   compute-bound; the softmax's cheap passes (1/8 FLOP per byte) are memory-bound on
 #   every machine, and its `exp` costs far more than one FLOP.
 # - The full weights need memory quadratic in `seq_len`; the engine's query blocks need
-#   linear memory and give the same numbers. They are also faster wherever the scores are a
-#   large part of the work: fewer passes, no new score-sized arrays, blocks sized to stay
-#   in a core's cache.
+#   linear memory and give the same numbers. They are also faster wherever the scores
+#   are a large part of the work: fewer passes, no new score-sized arrays, blocks sized
+#   to stay in a core's cache.
 # - BLAS threads the matrix products; NumPy's elementwise passes run on one core. The
-#   engine adds no thread pool of its own: it would fight BLAS for the cores, break after
-#   `fork` and depend on process-wide state.
+#   engine adds no thread pool of its own: it would fight BLAS for the cores, break
+#   after `fork` and depend on process-wide state.
 # - float32 is up to twice as fast as float64; keep it by scaling with a Python float.
 
 # %% [markdown]
@@ -594,35 +766,65 @@ print("FastMultiHeadAttention        ->", [a.dtype for a in FastMultiHeadAttenti
 # every machine.
 #
 # **Exercise 1 (predict, then write): the engine's memory.** Section 3 measured the
-# engine's peak with `tracemalloc`. Write `predicted_peak_bytes(num_heads, seq_len, d_k,
-# block_size)`, a formula for the peak of `blockwise_attention(Q, K, V,
-# block_size=block_size)` on float32 arrays of shape `(1, num_heads, seq_len, d_k)`. Count
-# the arrays that must exist at the worst moment; small ones (a number per key, say) may be
-# left out: the check allows 25% and another 64 KiB for them and for Python's own objects.
-# Before writing it, predict: by what factor does the peak grow when `seq_len` doubles, and
-# when `block_size` doubles?
+# engine's peak with `tracemalloc`. Write
+# `predicted_peak_bytes(num_heads, seq_len, d_k, block_size)`, a formula for the peak of
+# `blockwise_attention(Q, K, V, block_size=block_size)` on float32 arrays of shape
+# `(1, num_heads, seq_len, d_k)`. Count the arrays that must exist at the worst moment;
+# small ones (a number per key, say) may be left out: the check allows 25% and another
+# 64 KiB for them and for Python's own objects. Before writing it, predict: by what
+# factor does the peak grow when `seq_len` doubles, and when `block_size` doubles?
+
 
 # %%
 def predicted_peak_bytes(num_heads, seq_len, d_k, block_size):
-    """Peak bytes of blockwise_attention on float32 (1, num_heads, seq_len, d_k) inputs."""
+    """Peak bytes of blockwise_attention on float32 (1, num_heads, seq_len, d_k)
+    inputs.
+    """
     return ...  # your code here
 
 
 # %%
 def check_exercise_1(function):
-    if function(4, 2048, 16, 64) is ...:
-        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
-    # (num_heads, seq_len, d_k, block_size): the output dominates, the block dominates, both, many heads
-    for num_heads, n, d_k, rows in [(1, 2048, 64, 16), (1, 2048, 8, 512), (4, 1024, 16, 64), (8, 256, 8, 32)]:
-        Q, K, V = (np.ones((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3))
-        measured = peak_bytes(lambda Q=Q, K=K, V=V, rows=rows: blockwise_attention(Q, K, V, block_size=rows))
-        predicted = function(num_heads, n, d_k, rows)
-        assert abs(predicted - measured) <= 0.25 * measured + 64 * 1024, (
-            f"num_heads {num_heads}, seq_len {n}, d_k {d_k}, block_size {rows}: you predict {predicted} bytes, "
-            f"tracemalloc measured {measured}. Which arrays exist while the last block runs? "
-            "(float32: 4 bytes a number; the weights are never all there)"
-        )
-    return "Exercise 1: the output plus one block of scores. correct."
+    try:
+        if function(4, 2048, 16, 64) is ...:
+            return (
+                "Exercise 1: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        # (num_heads, seq_len, d_k, block_size): the output dominates, the block
+        # dominates, both, many heads
+        for num_heads, n, d_k, rows in [
+            (1, 2048, 64, 16),
+            (1, 2048, 8, 512),
+            (4, 1024, 16, 64),
+            (8, 256, 8, 32),
+        ]:
+            Q, K, V = (
+                np.ones((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3)
+            )
+            measured = peak_bytes(
+                lambda Q=Q, K=K, V=V, rows=rows: blockwise_attention(
+                    Q, K, V, block_size=rows
+                )
+            )
+            predicted = function(num_heads, n, d_k, rows)
+            assert abs(predicted - measured) <= 0.25 * measured + 64 * 1024, (
+                f"num_heads {num_heads}, seq_len {n}, d_k {d_k}, block_size {rows}: "
+                "you "
+                f"predict {predicted} bytes, "
+                f"tracemalloc measured {measured}. Which arrays exist while the last "
+                "block "
+                "runs? "
+                "(float32: 4 bytes a number; the weights are never all there)"
+            )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
+            "predicted_peak_bytes(num_heads, seq_len, d_k, block_size) returns a "
+            "number of bytes."
+        ) from None
+    return "Exercise 1: correct."
 
 
 print(check_exercise_1(predicted_peak_bytes))
@@ -631,9 +833,9 @@ print(check_exercise_1(predicted_peak_bytes))
 # *Solution to exercise 1: the collapsed cell below (click it to open).*
 
 
-# %% jupyter={"source_hidden": true}
-# The prediction: doubling seq_len doubles the peak (both the output and a block's row of
-# scores grow with seq_len); doubling block_size adds one more block of scores, which
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# The prediction: doubling seq_len doubles the peak (both the output and a block's row
+# of scores grow with seq_len); doubling block_size adds one more block of scores, which
 # doubles the peak only where the block dominates.
 # At the worst moment the engine holds the output, (num_heads, seq_len, d_k), and the
 # scores of one block, (block_size, seq_len), plus a block of scaled queries and one
@@ -650,47 +852,82 @@ print(check_exercise_1(solution_predicted_peak_bytes))
 # **Exercise 2 (predict, then write): your own query blocks.** Write
 # `attention_by_query_blocks(Q, K, V, mask, block_size)` that returns the output of
 # `scaled_dot_product_attention(Q, K, V, mask)` (not the weights) by calling
-# `scaled_dot_product_attention` on one block of `block_size` queries at a time and putting
-# the blocks' outputs together. `mask` may be None, `(seq_q, seq_k)`, or 4-D like
-# `padding_mask`'s `(batch, 1, 1, seq_k)`. First predict: which part of the mask does the
-# block of queries `start:stop` need, and does any block need another block's result?
+# `scaled_dot_product_attention` on one block of `block_size` queries at a time and
+# putting the blocks' outputs together. `mask` may be None, `(seq_q, seq_k)`, or 4-D
+# like `padding_mask`'s `(batch, 1, 1, seq_k)`. First predict: which part of the mask
+# does the block of queries `start:stop` need, and does any block need another block's
+# result?
 
 
 # %%
 def attention_by_query_blocks(Q, K, V, mask, block_size):
-    """scaled_dot_product_attention(Q, K, V, mask)[0], computed block_size queries at a time."""
+    """scaled_dot_product_attention(Q, K, V, mask)[0], computed block_size queries at a
+    time.
+    """
     return ...  # your code here
 
 
 # %%
 def check_exercise_2(function):
-    Q, K, V = (np.random.default_rng(3).standard_normal((2, 4, 50, 8)) for _ in range(3))
-    if function(Q, K, V, None, 16) is ...:
-        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
-    lengths = np.array([50, 31])
-    masks = {"no mask": None, "a causal mask": causal_mask(50), "a padding mask": np.arange(50) < lengths[:, None, None, None]}
-    for name, mask in masks.items():
-        expected = scaled_dot_product_attention(Q, K, V, mask)[0]
-        for rows in (1, 7, 16, 50, 64):
-            try:
-                got = function(Q, K, V, mask, rows)
-            except ValueError as error:  # e.g. a mask whose rows were sliced without broadcasting it first
-                raise AssertionError(f"{name}, block_size {rows}: {error}") from None
-            assert np.shape(got) == expected.shape, f"{name}, block_size {rows}: shape {np.shape(got)}, not {expected.shape}"
-            assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (
-                f"{name}, block_size {rows}: the output differs. Each block needs its own rows of the mask "
-                "(a padding mask has a query axis of size 1: broadcast it to the scores' shape before slicing rows)"
+    try:
+        Q, K, V = (
+            np.random.default_rng(3).standard_normal((2, 4, 50, 8)) for _ in range(3)
+        )
+        if function(Q, K, V, None, 16) is ...:
+            return (
+                "Exercise 2: not yet. Replace the ... with your answer and run the "
+                "cell again."
             )
-    Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
-    assert function(Q32, K32, V32, None, 16).dtype == np.float32, "float32 in should give float32 out"
-    Q, K, V = (np.ones((1, 4, 1024, 8), dtype=np.float32) for _ in range(3))
-    peak = peak_bytes(lambda: function(Q, K, V, causal_mask(1024), 64))
-    weights_bytes = 4 * 1024 * 1024 * 4
-    assert peak < weights_bytes / 2, (
-        f"at seq_len 1024 your function held {peak / 2**20:.1f} MiB at its peak; all the weights take "
-        f"{weights_bytes / 2**20:.0f} MiB. Does it compute the scores of every query at once somewhere?"
-    )
-    return "Exercise 2: the same output, one block of weights at a time. correct."
+        lengths = np.array([50, 31])
+        masks = {
+            "no mask": None,
+            "a causal mask": causal_mask(50),
+            "a padding mask": np.arange(50) < lengths[:, None, None, None],
+        }
+        for name, mask in masks.items():
+            expected = scaled_dot_product_attention(Q, K, V, mask)[0]
+            for rows in (1, 7, 16, 50, 64):
+                try:
+                    got = function(Q, K, V, mask, rows)
+                # e.g. a mask whose rows were sliced without broadcasting it first
+                except ValueError as error:
+                    raise AssertionError(
+                        f"{name}, block_size {rows}: {error}"
+                    ) from None
+                assert np.shape(got) == expected.shape, (
+                    f"{name}, block_size {rows}: shape {np.shape(got)}, not "
+                    f"{expected.shape}"
+                )
+                assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (
+                    f"{name}, block_size {rows}: the output differs. Each block needs "
+                    "its "
+                    "own rows of the mask "
+                    "(a padding mask has a query axis of size 1: broadcast it to the "
+                    "scores' shape before slicing rows)"
+                )
+        Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
+        assert function(Q32, K32, V32, None, 16).dtype == np.float32, (
+            "float32 in should give float32 out"
+        )
+        Q, K, V = (np.ones((1, 4, 1024, 8), dtype=np.float32) for _ in range(3))
+        peak = peak_bytes(lambda: function(Q, K, V, causal_mask(1024), 64))
+        weights_bytes = 4 * 1024 * 1024 * 4
+        assert peak < weights_bytes / 2, (
+            f"at seq_len 1024 your function held {peak / 2**20:.1f} MiB at its peak; "
+            "all "
+            "the weights take "
+            f"{weights_bytes / 2**20:.0f} MiB. Does it compute the scores of every "
+            "query "
+            "at once somewhere?"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 2: your answer raised {type(error).__name__}: {error}. Each "
+            "block of queries needs every key and its own rows of the mask; broadcast "
+            "a padding mask to the scores' shape before slicing it."
+        ) from None
+    return "Exercise 2: correct."
 
 
 print(check_exercise_2(attention_by_query_blocks))
@@ -699,66 +936,99 @@ print(check_exercise_2(attention_by_query_blocks))
 # *Solution to exercise 2: the collapsed cell below (click it to open).*
 
 
-# %% jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
 # The prediction: the block start:stop needs rows start:stop of the mask and all its
-# columns (every key), and nothing from any other block: each query's softmax runs over its
-# own row of scores. That independence is the whole idea of the engine. A mask whose query
-# axis has size 1 (padding) must first be broadcast to the scores' shape, or slicing its
-# rows 16:32 gives an empty array.
+# columns (every key), and nothing from any other block: each query's softmax runs over
+# its own row of scores. That independence is the whole idea of the engine. A mask whose
+# query axis has size 1 (padding) must first be broadcast to the scores' shape, or
+# slicing its rows 16:32 gives an empty array.
 def solution_attention_by_query_blocks(Q, K, V, mask, block_size):
     seq_q, seq_k = Q.shape[-2], K.shape[-2]
     if mask is not None:
-        mask = np.broadcast_to(mask, np.broadcast_shapes(mask.shape, Q.shape[:-2] + (seq_q, seq_k)))
+        mask = np.broadcast_to(
+            mask, np.broadcast_shapes(mask.shape, Q.shape[:-2] + (seq_q, seq_k))
+        )
     outputs = []
     for start in range(0, seq_q, block_size):
         rows = slice(start, start + block_size)
         block_mask = None if mask is None else mask[..., rows, :]  # (..., rows, seq_k)
-        outputs.append(scaled_dot_product_attention(Q[..., rows, :], K, V, block_mask)[0])  # (..., rows, d_v)
+        # (..., rows, d_v)
+        outputs.append(
+            scaled_dot_product_attention(Q[..., rows, :], K, V, block_mask)[0]
+        )
     return np.concatenate(outputs, axis=-2)  # (..., seq_q, d_v)
 
 
 print(check_exercise_2(solution_attention_by_query_blocks))
 
 # %% [markdown]
-# **Exercise 3 (predict, then compute): how many queries per block?** Take a machine whose
-# ridge point is 20 FLOPs per byte (say 1000 GFLOP/s from 50 GB/s). A block's score
-# product `q @ k.T`, float32, reads `q` (rows x d_k) and `k` (seq_k x d_k) and writes the
-# scores (rows x seq_k). Write `rows_to_reach(ridge, seq_k, d_k)`: the smallest number of
-# query rows whose score product has an arithmetic intensity of at least `ridge`, or None if
-# no number of rows reaches it. First predict: with `seq_k = 2048`, is a block of 128 rows
-# enough for heads of width `d_k = 64`? And for `d_k = 16`, how many rows would it take?
+# **Exercise 3 (predict, then compute): how many queries per block?** Take a machine
+# whose ridge point is 20 FLOPs per byte (say 1000 GFLOP/s from 50 GB/s). A block's
+# score product `q @ k.T`, float32, reads `q` (rows x d_k) and `k` (seq_k x d_k) and
+# writes the scores (rows x seq_k). Write `rows_to_reach(ridge, seq_k, d_k)`: the
+# smallest number of query rows whose score product has an arithmetic intensity of at
+# least `ridge`, or None if no number of rows reaches it. First predict: with
+# `seq_k = 2048`, is a block of 128 rows enough for heads of width `d_k = 64`? And for
+# `d_k = 16`, how many rows would it take?
 
 
 # %%
 def rows_to_reach(ridge, seq_k, d_k):
-    """Smallest rows with intensity(q @ k.T) >= ridge (float32), or None if none reaches it."""
+    """Smallest rows with intensity(q @ k.T) >= ridge (float32), or None if none
+    reaches it.
+    """
     return ...  # your code here
 
 
 # %%
 def check_exercise_3(function):
-    if function(20, 2048, 64) is ...:
-        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
-
-    def reaches(rows, ridge, seq_k, d_k):  # FLOPs >= ridge * bytes moved, in exact integers
-        flops = 2 * rows * seq_k * d_k
-        moved = 4 * (rows * d_k + seq_k * d_k + rows * seq_k)  # read q and k, write the scores
-        return flops >= ridge * moved
-
-    for ridge, seq_k, d_k in [(20, 2048, 64), (10, 4096, 32), (20, 2048, 16), (2, 512, 16), (31, 2048, 64)]:
-        answer = function(ridge, seq_k, d_k)
-        if 2 * seq_k * d_k <= 4 * ridge * (d_k + seq_k):  # even infinitely many rows stay below the ridge
-            assert answer is None, (
-                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: you say {answer} rows, but no number of rows reaches it. "
-                "Did you count the bytes of the scores the product writes?"
+    try:
+        if function(20, 2048, 64) is ...:
+            return (
+                "Exercise 3: not yet. Replace the ... with your answer and run the "
+                "cell again."
             )
-            continue
-        assert isinstance(answer, (int, np.integer)), f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: give a whole number"
-        assert reaches(answer, ridge, seq_k, d_k), f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer} rows fall short"
-        assert answer == 1 or not reaches(answer - 1, ridge, seq_k, d_k), (
-            f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer - 1} rows already reach it"
-        )
-    return "Exercise 3: writing the scores caps the intensity near d_k / 2. correct."
+
+        # FLOPs >= ridge * bytes moved, in exact integers
+        def reaches(rows, ridge, seq_k, d_k):
+            flops = 2 * rows * seq_k * d_k
+            # read q and k, write the scores
+            moved = 4 * (rows * d_k + seq_k * d_k + rows * seq_k)
+            return flops >= ridge * moved
+
+        for ridge, seq_k, d_k in [
+            (20, 2048, 64),
+            (10, 4096, 32),
+            (20, 2048, 16),
+            (2, 512, 16),
+            (31, 2048, 64),
+        ]:
+            answer = function(ridge, seq_k, d_k)
+            # even infinitely many rows stay below the ridge
+            if 2 * seq_k * d_k <= 4 * ridge * (d_k + seq_k):
+                assert answer is None, (
+                    f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: you say {answer} rows, "
+                    "but no number of rows reaches it. Did you count the bytes of the "
+                    "scores the product writes?"
+                )
+                continue
+            assert isinstance(answer, (int, np.integer)), (
+                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: give a whole number"
+            )
+            assert reaches(answer, ridge, seq_k, d_k), (
+                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer} rows fall short"
+            )
+            assert answer == 1 or not reaches(answer - 1, ridge, seq_k, d_k), (
+                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer - 1} rows already "
+                "reach it"
+            )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
+            "rows_to_reach(ridge, seq_k, d_k) returns a whole number, or None."
+        ) from None
+    return "Exercise 3: correct."
 
 
 print(check_exercise_3(rows_to_reach))
@@ -767,49 +1037,50 @@ print(check_exercise_3(rows_to_reach))
 # *Solution to exercise 3: the collapsed cell below (click it to open).*
 
 
-# %% jupyter={"source_hidden": true}
-# The prediction: for d_k = 64, 128 rows are just enough (113 is the smallest). For d_k = 16,
-# no number of rows is: every score costs 4 bytes to write and carries only 2 * d_k FLOPs,
-# so the intensity can never exceed 2 * d_k / 4 = d_k / 2 = 8 FLOPs per byte, less than 20.
-# The score product of narrow heads is memory-bound however it is blocked, unless the scores
-# never go to memory at all: FlashAttention keeps them in fast on-chip memory (notebook 10).
-# Solving intensity(rows) >= ridge for rows:
-#   2 r s d >= 4 ridge (r d + s d + r s)   <=>   r (2 s d - 4 ridge (d + s)) >= 4 ridge s d
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# The prediction: for d_k = 64, 128 rows are just enough (113 is the smallest). For d_k
+# = 16, no number of rows is: every score costs 4 bytes to write and carries only 2 *
+# d_k FLOPs, so the intensity can never exceed 2 * d_k / 4 = d_k / 2 = 8 FLOPs per byte,
+# less than 20. The score product of narrow heads is memory-bound however it is blocked,
+# unless the scores never go to memory at all: FlashAttention keeps them in fast on-chip
+# memory (notebook 10). Solving intensity(rows) >= ridge for rows:
+#   2 r s d >= 4 ridge (r d + s d + r s)
+#   <=>   r (2 s d - 4 ridge (d + s)) >= 4 ridge s d
 def solution_rows_to_reach(ridge, seq_k, d_k):
-    gain = 2 * seq_k * d_k - 4 * ridge * (d_k + seq_k)  # FLOPs minus ridge * bytes, per extra row
+    # FLOPs minus ridge * bytes, per extra row
+    gain = 2 * seq_k * d_k - 4 * ridge * (d_k + seq_k)
     if gain <= 0:
         return None
     return max(1, -(-4 * ridge * seq_k * d_k // gain))  # the ceiling, in exact integers
 
 
-print("rows for d_k 64:", solution_rows_to_reach(20, 2048, 64), " for d_k 16:", solution_rows_to_reach(20, 2048, 16))
 print(check_exercise_3(solution_rows_to_reach))
 
 
 # %% [markdown]
 # ## References
 #
-# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N., Kaiser, Ł.
-#   and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
-#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 4 compares the cost per
-#   layer of self-attention, $O(n^2 d)$, with recurrent and convolutional layers.
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
+#   Kaiser, Ł. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 4 compares the cost
+#   per layer of self-attention, $O(n^2 d)$, with recurrent and convolutional layers.
 # - Williams, S., Waterman, A. and Patterson, D. (2009). *Roofline: An Insightful Visual
-#   Performance Model for Multicore Architectures.* Communications of the ACM 52(4), 65-76.
-#   [doi:10.1145/1498765.1498785](https://doi.org/10.1145/1498765.1498785). The roofline of
-#   section 4.
+#   Performance Model for Multicore Architectures.* Communications of the ACM 52(4),
+#   65-76. [doi:10.1145/1498765.1498785](https://doi.org/10.1145/1498765.1498785). The
+#   roofline of section 4.
 # - Rabe, M. N. and Staats, C. (2021). *Self-attention Does Not Need $O(n^2)$ Memory.*
-#   [arXiv:2112.05682](https://arxiv.org/abs/2112.05682). Attention in chunks of queries and
-#   keys, in memory that grows with $\sqrt{n}$ or $\log n$ in the sequence.
-# - Dao, T., Fu, D. Y., Ermon, S., Rudra, A. and Ré, C. (2022). *FlashAttention: Fast and
-#   Memory-Efficient Exact Attention with IO-Awareness.* NeurIPS 2022.
-#   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). The same argument on a GPU: count
-#   the bytes moved between memory levels, tile both queries and keys so that the scores
-#   never leave fast memory, and use an online softmax across key tiles
+#   [arXiv:2112.05682](https://arxiv.org/abs/2112.05682). Attention in chunks of queries
+#   and keys, in memory that grows with $\sqrt{n}$ or $\log n$ in the sequence.
+# - Dao, T., Fu, D. Y., Ermon, S., Rudra, A. and Ré, C. (2022). *FlashAttention: Fast
+#   and Memory-Efficient Exact Attention with IO-Awareness.* NeurIPS 2022.
+#   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). The same argument on a GPU:
+#   count the bytes moved between memory levels, tile both queries and keys so that the
+#   scores never leave fast memory, and use an online softmax across key tiles
 #   ([notebook 10](10_production.ipynb)).
 # - Goto, K. and van de Geijn, R. A. (2008). *Anatomy of High-Performance Matrix
 #   Multiplication.* ACM Transactions on Mathematical Software 34(3), 12.
-#   [doi:10.1145/1356052.1356053](https://doi.org/10.1145/1356052.1356053). How BLAS blocks a
-#   matrix product for the caches, and why it runs near the compute roof.
+#   [doi:10.1145/1356052.1356053](https://doi.org/10.1145/1356052.1356053). How BLAS
+#   blocks a matrix product for the caches, and why it runs near the compute roof.
 # - Micikevicius, P. et al. (2018). *Mixed Precision Training.* ICLR 2018.
 #   [arXiv:1710.03740](https://arxiv.org/abs/1710.03740). Why training in half precision
 #   keeps float32 master weights.
@@ -822,7 +1093,10 @@ print(check_exercise_3(solution_rows_to_reach))
 # `torch.nn.MultiheadAttention` on your machine.
 #
 # ---
-# Next: [09_learning_to_attend.ipynb](09_learning_to_attend.ipynb) derives the layer's
+# Next: [07_why_several_heads.ipynb](07_why_several_heads.ipynb) asks what several heads
+# learn easily that one head of the same width struggles with. After it,
+# [08_positions.ipynb](08_positions.ipynb) gives attention a sense of order,
+# [09_learning_to_attend.ipynb](09_learning_to_attend.ipynb) derives the layer's
 # backward pass and trains it, and [10_production.ipynb](10_production.ipynb) takes the
 # engine's idea further: tiles of keys as well as queries, with an online softmax (as in
 # FlashAttention), and a cache of keys and values for generating text.

@@ -16,26 +16,28 @@
 # %% [markdown]
 # # 10. The layer in production
 #
-# The chapter's `MultiHeadAttention` is the layer of every Transformer. The one that serves a
-# language model computes the same numbers, but four ideas make it affordable. This
-# notebook derives each of them from what the chapter already built, shows the package's
-# code for it, checks it against the chapter's own layer, and draws what it buys.
+# The chapter's `MultiHeadAttention` is the layer of every Transformer. The one that
+# serves a language model computes the same numbers, but four ideas make it affordable.
+# This notebook derives each of them from what the chapter already built, shows the
+# package's code for it, checks it against the chapter's own layer, and draws what it
+# buys.
 #
 # **In this notebook you will learn**
 #
-# - the *online softmax* behind FlashAttention: notebook 01's max trick, applied one tile of
-#   keys at a time, with a one-line correction whenever the maximum grows. It needs memory
-#   for one tile, never for a whole row of scores (and, with `is_causal=True`, no mask either);
+# - the *online softmax* behind FlashAttention: notebook 01's max trick, applied one
+#   tile of keys at a time, with a one-line correction whenever the maximum grows. It
+#   needs memory for one tile, never for a whole row of scores (and, with
+#   `is_causal=True`, no mask either);
 # - why the row's *log-sum-exp* is all a backward pass needs to rebuild the weights;
 # - the *KV cache*: why writing token $t$ of a text costs $O(t)$ instead of $O(t^2)$;
 # - *grouped-query* and *multi-query* attention, which shrink that cache, and what it
 #   weighs for a real model;
-# - *cross-attention*, where the queries come from one sequence and the keys and values from
-#   another.
+# - *cross-attention*, where the queries come from one sequence and the keys and values
+#   from another.
 #
-# Everything here is computed exactly (counts of operations and bytes) or checked to float
-# rounding against the chapter's layer; the timings live in `benchmarks/`, since they
-# differ from machine to machine.
+# Everything here is computed exactly (counts of operations and bytes) or checked to
+# float rounding against the chapter's layer; the timings live in `benchmarks/`, since
+# they differ from machine to machine.
 
 # %%
 # %matplotlib inline
@@ -46,7 +48,13 @@ import tracemalloc
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from mhattn import (
+    MultiHeadAttention,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+    softmax,
+)
 from mhattn.engine import KVCache, flash_attention
 from mhattn.engine import flash as flash_module
 from mhattn.grad import attention_vjp
@@ -60,12 +68,13 @@ rng = np.random.default_rng(8)
 #
 # ### The problem
 #
-# Notebook 06 cut the *queries* into blocks so that the weights never exist all at once. But
-# each block still holds whole rows of scores, `seq_k` numbers per query: for a context of a
-# million tokens that is a million scores per row. To bound the memory by a tile size alone,
-# we must also cut the *keys* (and not store a `(seq_q, seq_k)` mask either: a causal mask of
-# a million tokens is a terabyte of booleans, so the tiles below build theirs from positions). Then no tile ever holds a whole row, and the softmax seems
-# impossible: its maximum and its sum run over the whole row.
+# Notebook 06 cut the *queries* into blocks so that the weights never exist all at once.
+# But each block still holds whole rows of scores, `seq_k` numbers per query: for a
+# context of a million tokens that is a million scores per row. To bound the memory by a
+# tile size alone, we must also cut the *keys* (and not store a `(seq_q, seq_k)` mask
+# either: a causal mask of a million tokens is a terabyte of booleans, so the tiles
+# below build theirs from positions). Then no tile ever holds a whole row, and the
+# softmax seems impossible: its maximum and its sum run over the whole row.
 #
 # ### The max trick, once more
 #
@@ -74,9 +83,9 @@ rng = np.random.default_rng(8)
 #
 # $$\operatorname{softmax}(s)_j = \frac{e^{s_j - m}}{\sum_i e^{s_i - m}},$$
 #
-# because the factor $e^{-m}$ cancels between the numerator and the denominator. Choosing
-# $m = \max_i s_i$ only keeps every exponent $\le 0$. So the output of one query,
-# $o = \sum_j \operatorname{softmax}(s)_j\, v_j$, is
+# because the factor $e^{-m}$ cancels between the numerator and the denominator.
+# Choosing $m = \max_i s_i$ only keeps every exponent $\le 0$. So the output of one
+# query, $o = \sum_j \operatorname{softmax}(s)_j\, v_j$, is
 #
 # $$o = \frac{\text{acc}}{\ell}, \qquad \ell = \sum_j e^{s_j - m}, \qquad
 # \text{acc} = \sum_j e^{s_j - m}\, v_j,$$
@@ -85,14 +94,15 @@ rng = np.random.default_rng(8)
 #
 # ### Two tiles
 #
-# Split the keys into two tiles, $A$ then $B$. After tile $A$ alone we know its maximum and
-# sums:
+# Split the keys into two tiles, $A$ then $B$. After tile $A$ alone we know its maximum
+# and sums:
 #
 # $$m_A = \max_{j \in A} s_j, \qquad \ell_A = \sum_{j \in A} e^{s_j - m_A}, \qquad
 # \text{acc}_A = \sum_{j \in A} e^{s_j - m_A}\, v_j .$$
 #
-# Now tile $B$ arrives. The maximum of the whole row is $m = \max(m_A, \max_{j \in B} s_j)$.
-# Every term of $\ell_A$ was measured against $m_A$, not $m$; but
+# Now tile $B$ arrives. The maximum of the whole row is
+# $m = \max(m_A, \max_{j \in B} s_j)$. Every term of $\ell_A$ was measured against
+# $m_A$, not $m$; but
 #
 # $$e^{m_A - m}\, e^{s_j - m_A} = e^{s_j - m},$$
 #
@@ -102,19 +112,25 @@ rng = np.random.default_rng(8)
 # $$\ell = \alpha\,\ell_A + \sum_{j \in B} e^{s_j - m}, \qquad
 # \text{acc} = \alpha\,\text{acc}_A + \sum_{j \in B} e^{s_j - m}\, v_j ,$$
 #
-# are *exactly* the sums over the whole row with shift $m$, and $o = \text{acc} / \ell$ is
-# the softmax-weighted average, as if we had seen the row at once. Since $m \ge m_A$,
+# are *exactly* the sums over the whole row with shift $m$, and $o = \text{acc} / \ell$
+# is the softmax-weighted average, as if we had seen the row at once. Since $m \ge m_A$,
 # $\alpha \le 1$: the correction only ever shrinks numbers, and every exponent stays
-# $\le 0$, so nothing can overflow. A third tile is the same step with $(m, \ell, \text{acc})$
-# in the place of $(m_A, \ell_A, \text{acc}_A)$, and so on: by induction, any number of
-# tiles. This is the *online softmax* (Milakov and Gimelshein 2018); FlashAttention
-# (Dao et al. 2022, Algorithm 1) runs it on tiles of queries and keys.
+# $\le 0$, so nothing can overflow. A third tile is the same step with
+# $(m, \ell, \text{acc})$ in the place of $(m_A, \ell_A, \text{acc}_A)$, and so on: by
+# induction, any number of tiles. The running maximum and sum, rescaled as the maximum
+# grows, are the *online softmax* of Milakov and Gimelshein (2018), who computed a
+# softmax's denominator in one pass. Carrying the weighted sum of the values, acc,
+# along with them and rescaling it by the same $\alpha$ is what turns it into
+# attention: Rabe and Staats (2021) did so to compute attention without storing the
+# scores, and FlashAttention (Dao et al. 2022) on tiles of queries and keys held in
+# fast on-chip memory.
 #
 # Here it is with numbers: one query, four keys, tiles of two.
 
 # %%
 s = np.array([1.0, 3.0, 5.0, 2.0])  # one query's scores
-v = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [-1.0, 1.0]])  # four values of width 2
+# four values of width 2
+v = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [-1.0, 1.0]])
 A, B = slice(0, 2), slice(2, 4)
 
 m_A = s[A].max()
@@ -123,16 +139,23 @@ acc_A = np.exp(s[A] - m_A) @ v[A]
 print(f"after tile A: m = {m_A:.4f}, l = {l_A:.4f}, acc = {np.round(acc_A, 4)}")
 
 m = max(m_A, s[B].max())  # the maximum grew from 3 to 5
-alpha = np.exp(m_A - m)  # e^(3 - 5): what everything measured against 3 must be multiplied by
+# e^(3 - 5): what everything measured against 3 must be multiplied by
+alpha = np.exp(m_A - m)
 ell = alpha * l_A + np.exp(s[B] - m).sum()  # ell is the l of the formulas
 acc = alpha * acc_A + np.exp(s[B] - m) @ v[B]
-print(f"after tile B: m = {m:.4f}, alpha = {alpha:.4f}, l = {ell:.4f}, acc = {np.round(acc, 4)}")
+print(
+    f"after tile B: m = {m:.4f}, alpha = {alpha:.4f}, l = {ell:.4f}, acc = "
+    f"{np.round(acc, 4)}"
+)
 
 online = acc / ell
 at_once = softmax(s) @ v
 print("online acc / l      :", np.round(online, 4))
 print("softmax(s) @ v      :", np.round(at_once, 4))
-print("equal to float64 rounding:", np.allclose(online, at_once, rtol=4 * np.finfo(float).eps, atol=0))
+print(
+    "equal to float64 rounding:",
+    np.allclose(online, at_once, rtol=4 * np.finfo(float).eps, atol=0),
+)
 
 # %% [markdown]
 # And the induction, checked: a hundred scores in tiles of 7 (the last tile is shorter),
@@ -149,27 +172,31 @@ for start in range(0, 100, 7):
     ell = alpha * ell + np.exp(s[tile] - m_new).sum()
     acc = alpha * acc + np.exp(s[tile] - m_new) @ v[tile]
     m = m_new
-print("15 tiles, online == at once:", np.allclose(acc / ell, softmax(s) @ v, rtol=0, atol=1e-13))
+print(
+    "15 tiles, online == at once:",
+    np.allclose(acc / ell, softmax(s) @ v, rtol=0, atol=1e-13),
+)
 
 # %% [markdown]
 # ### The package's code
 #
-# `mhattn.engine.flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None,
-# is_causal=False, return_lse=False)` runs exactly this loop, for a tile of queries at once
-# (all rows of the tile together, for one or several heads at a time: when a whole head's
-# scores fit in a tile, one tile holds several heads). Here is the loop over the key tiles of
-# one query tile; $m$ is `row_max` there, $\ell$ is `row_sum`, and `s` holds one tile of
-# scores. Two details go beyond the derivation:
+# `mhattn.engine.flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None,`
+# `is_causal=False, return_lse=False)` runs exactly this loop, for a tile of queries at
+# once (all rows of the tile together, for one or several heads at a time: when a whole
+# head's scores fit in a tile, one tile holds several heads). Here is the loop over the
+# key tiles of one query tile; $m$ is `row_max` there, $\ell$ is `row_sum`, and `s`
+# holds one tile of scores. Two details go beyond the derivation:
 #
-# - a row whose keys have all been masked so far has $m = -\infty$; shifting by it would give
-#   $-\infty - (-\infty) = $ NaN, so such a row is shifted by 0 (its exponentials are 0
-#   anyway), and a row masked to the end gets the output 0, the chapter's rule;
-# - a tile whose mask is all `False` adds nothing and is skipped: half the tiles of a causal
-#   mask. With `is_causal=True` there is no mask at all: query $i$ may attend to key $j \le i$
-#   (top-left aligned, PyTorch's `is_causal` convention), each tile on the diagonal builds its
-#   own `(block_q, block_k)` mask from the positions (`first_query` below), tiles below it need
-#   none, and the key loop stops at the tile's last query, so the tiles above it are never
-#   visited. The division by $\ell$ happens once, at the end (as in FlashAttention-2, Dao 2023).
+# - a row whose keys have all been masked so far has $m = -\infty$; shifting by it would
+#   give $-\infty - (-\infty) = $ NaN, so such a row is shifted by 0 (its exponentials
+#   are 0 anyway), and a row masked to the end gets the output 0, the chapter's rule;
+# - a tile whose mask is all `False` adds nothing and is skipped: half the tiles of a
+#   causal mask. With `is_causal=True` there is no mask at all: query $i$ may attend to
+#   key $j \le i$ (top-left aligned, PyTorch's `is_causal` convention), each tile on the
+#   diagonal builds its own `(block_q, block_k)` mask from the positions (`first_query`
+#   below), tiles below it need none, and the key loop stops at the tile's last query,
+#   so the tiles above it are never visited. The division by $\ell$ happens once, at the
+#   end (as in FlashAttention-2, Dao 2023).
 
 # %%
 show_source(flash_module._attend_query_tile)
@@ -177,18 +204,22 @@ show_source(flash_module._attend_query_tile)
 # %% [markdown]
 # ### Check: the same numbers as the chapter's attention
 #
-# On a causal mask with a fully masked row, with tiles that divide nothing evenly, and with
-# huge scores, the tiles give the teaching path's output to float rounding. The bound is the
-# one derived in `tests/test_flash.py`: $2 \max|v|\,\varepsilon\,(2 d_k S + n + 4)$, with $S$
-# the largest possible score. The test file runs these checks for every dtype, tile size and
-# mask layout.
+# On a causal mask with a fully masked row, with tiles that divide nothing evenly, and
+# with huge scores, the tiles give the teaching path's output to float rounding. The
+# bound is the one derived in `tests/test_flash.py`:
+# $2 \max|v|\,\varepsilon\,(2 d_k S + n + 4)$, with $S$ the largest possible score. The
+# test file runs these checks for every dtype, tile size and mask layout.
 
 
 # %%
 def rounding_bound(Q, K, V):
     """|flash - teaching| <= this (float64): score rounding, then the sums over keys."""
     eps, d_k, seq_k = np.finfo(np.float64).eps, Q.shape[-1], K.shape[-2]
-    S = np.linalg.norm(Q, axis=-1).max() * np.linalg.norm(K, axis=-1).max() / math.sqrt(d_k)
+    S = (
+        np.linalg.norm(Q, axis=-1).max()
+        * np.linalg.norm(K, axis=-1).max()
+        / math.sqrt(d_k)
+    )
     return 2 * np.abs(V).max() * eps * (2 * d_k * S + seq_k + 4)
 
 
@@ -198,23 +229,34 @@ for label, scale in (("ordinary scores", 1.0), ("huge scores (|s| ~ 1000)", 200.
     expected, _ = scaled_dot_product_attention(scale * Q, K, V, mask)
     tiled = flash_attention(scale * Q, K, V, mask, block_q=6, block_k=9)
     within = np.abs(tiled - expected).max() <= rounding_bound(scale * Q, K, V)
-    print(f"{label:<26} equal within the bound: {within}; fully masked row is zeros: {np.all(tiled[:, :, 7] == 0)}")
+    print(
+        f"{label:<26} equal within the bound: {within}; fully masked row is zeros: "
+        f"{np.all(tiled[:, :, 7] == 0)}"
+    )
 
 # %% [markdown]
-# And `is_causal=True`, with no mask passed, against the teaching path given `causal_mask(50)`:
+# And `is_causal=True`, with no mask passed, against the teaching path given
+# `causal_mask(50)`:
 
 # %%
 expected, _ = scaled_dot_product_attention(Q, K, V, causal_mask(50))
 tiled = flash_attention(Q, K, V, block_q=6, block_k=9, is_causal=True)
-print("is_causal=True equal within the bound:", np.abs(tiled - expected).max() <= rounding_bound(Q, K, V))
+print(
+    "is_causal=True equal within the bound:",
+    np.abs(tiled - expected).max() <= rounding_bound(Q, K, V),
+)
 
 # %% [markdown]
 # ### Picture: the tile schedule
 #
-# For one head, the queries are cut into tiles of `block_q` rows and the keys into tiles of
-# `block_k` columns. Each query tile walks over the key tiles from left to right, carrying its
-# $(m, \ell, \text{acc})$; under a causal mask, the tiles above the diagonal are all masked
-# and skipped, and those on it are partly masked.
+# For one head, the queries are cut into tiles of `block_q` rows and the keys into tiles
+# of `block_k` columns. Each query tile walks over the key tiles from left to right,
+# carrying its $(m, \ell, \text{acc})$; under a causal mask, the tiles above the
+# diagonal are all masked and skipped, and those on it are partly masked. This loop
+# order, query tiles outside and key tiles inside, is FlashAttention-2's (Dao 2023):
+# each query tile's state stays in fast memory until its row is done. The first
+# FlashAttention (Dao et al. 2022, Algorithm 1) looped the other way round, with the
+# key and value tiles outside, updating every query tile's state in slow memory.
 
 # %%
 seq_len, block_q, block_k = 512, 64, 128
@@ -222,20 +264,28 @@ allowed = causal_mask(seq_len)
 rows, cols = seq_len // block_q, seq_len // block_k
 status = np.array(
     [
-        [allowed[i * block_q : (i + 1) * block_q, j * block_k : (j + 1) * block_k].mean() for j in range(cols)]
+        [
+            allowed[
+                i * block_q : (i + 1) * block_q, j * block_k : (j + 1) * block_k
+            ].mean()
+            for j in range(cols)
+        ]
         for i in range(rows)
     ]
 )  # fraction of each tile that may be attended to: 0 = skipped
-kinds = np.where(status == 0, 0, np.where(status == 1, 2, 1))  # skipped, partly masked, full
+# skipped, partly masked, full
+kinds = np.where(status == 0, 0, np.where(status == 1, 2, 1))
 
-fig, ax = plt.subplots(figsize=(6, 5))
+fig, ax = plt.subplots(figsize=(7.5, 5))
 colours = plt.matplotlib.colors.ListedColormap(["#eeeeee", "#9ecae1", "#3182bd"])
 ax.imshow(kinds, cmap=colours, vmin=0, vmax=2, extent=(0, seq_len, seq_len, 0))
 for i in range(rows):
     computed = [j for j in range(cols) if kinds[i, j] > 0]
     y = (i + 0.5) * block_q
     ax.annotate(
-        "", xy=((computed[-1] + 0.8) * block_k, y), xytext=(0.2 * block_k, y),
+        "",
+        xy=((computed[-1] + 0.8) * block_k, y),
+        xytext=(0.2 * block_k, y),
         arrowprops={"arrowstyle": "->", "color": "white", "lw": 1.2},
     )
 ax.set_xticks(np.arange(0, seq_len + 1, block_k))
@@ -243,83 +293,119 @@ ax.set_yticks(np.arange(0, seq_len + 1, block_q))
 ax.grid(True, color="black", linewidth=0.8)
 ax.set_xlabel(f"keys, in tiles of block_k = {block_k}")
 ax.set_ylabel(f"queries, in tiles of block_q = {block_q}")
-ax.set_title("Causal attention in tiles: skipped (grey), partly masked, full")
+ax.set_title("Causal attention in tiles")
+legend = [
+    plt.Rectangle((0, 0), 1, 1, facecolor=colour, edgecolor="black")
+    for colour in colours.colors
+]
+ax.legend(
+    legend,
+    ["skipped (all masked)", "partly masked", "full"],
+    loc="upper left",
+    bbox_to_anchor=(1.02, 1),
+)
 fig.tight_layout()
-print(f"{(kinds > 0).sum()} of {kinds.size} tiles computed, {(kinds == 0).sum()} skipped")
+print(
+    f"{(kinds > 0).sum()} of {kinds.size} tiles computed, {(kinds == 0).sum()} skipped"
+)
 
 # %% [markdown]
 # ### Memory: one tile, whatever the length
 #
-# The extra memory is one tile's scratch, plus the output the call returns. We measure the
-# peak with `tracemalloc` (NumPy reports every buffer to it) and subtract the returned output
-# and log-sum-exp. For tiles of `block_q = 64` queries by `block_k = 128` keys, one head of
-# $d_k = d_v = 16$, in float32, the scratch is
+# The extra memory is one tile's scratch, plus the output the call returns. We measure
+# the peak with `tracemalloc` (NumPy reports every buffer to it) and subtract the
+# returned output and log-sum-exp. For tiles of `block_q = 64` queries by
+# `block_k = 128` keys, one head of $d_k = d_v = 16$, in float32, the scratch is
 #
-# - the tile's own buffers: the scores ($64 \times 128$), the scaled queries and the running
-#   acc ($64 \times 16$ each), the running $m$ and $\ell$ (64 each) and a vector of 128 ones
-#   (the row sums are a matrix product): 41.0 KiB;
+# - the tile's own buffers: the scores ($64 \times 128$), the scaled queries and the
+#   running acc ($64 \times 16$ each), the running $m$ and $\ell$ (64 each) and a vector
+#   of 128 ones (the row sums are a matrix product): 41.0 KiB;
 # - NumPy's ufunc buffer: an operation that broadcasts, like the shift `s - m[:, None]`,
-#   runs through a scratch buffer of `np.getbufsize()` = 8192 elements (32 KiB of float32)
-#   when the arrays are that large, whatever their size beyond it;
-# - three vectors of 64 numbers alive at that moment (the new maximum, the shift, $\alpha$).
+#   runs through a scratch buffer of `np.getbufsize()` = 8192 elements (32 KiB of
+#   float32) when the arrays are that large, whatever their size beyond it;
+# - three vectors of 64 numbers alive at that moment (the new maximum, the shift,
+#   $\alpha$).
 #
-# That is 73.75 KiB. The measurement may exceed it only by the headers of NumPy's arrays and
-# views (a hundred bytes or so each), which we bound by 10 %. With `is_causal=True` the tiles
-# on the diagonal build their masks as views of one vector of `block_q + block_k - 1` flags,
-# so causal attention needs no `(seq_len, seq_len)` mask and (almost) no more memory.
+# That is 73.75 KiB. The measurement may exceed it only by the headers of NumPy's arrays
+# and views (a hundred bytes or so each), which we bound by 10 %. With `is_causal=True`
+# the tiles on the diagonal build their masks as views of one vector of
+# `block_q + block_k - 1` flags, so causal attention needs no `(seq_len, seq_len)` mask
+# and (almost) no more memory.
+
 
 # %%
 def extra_peak_bytes(seq_len, block_q=64, block_k=128, is_causal=False):
     Q = np.ones((1, 1, seq_len, 16), dtype=np.float32)
     tracemalloc.start()
     try:
-        output, lse = flash_attention(Q, Q, Q, return_lse=True, block_q=block_q, block_k=block_k, is_causal=is_causal)
+        output, lse = flash_attention(
+            Q,
+            Q,
+            Q,
+            return_lse=True,
+            block_q=block_q,
+            block_k=block_k,
+            is_causal=is_causal,
+        )
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     return peak - output.nbytes - lse.nbytes
 
 
-tile_bytes = 4 * (64 * 128 + 64 * 16 + 64 * 16 + 2 * 64 + 128)  # scores, scaled q, acc, m and l, ones
+# scores, scaled q, acc, m and l, ones
+tile_bytes = 4 * (64 * 128 + 64 * 16 + 64 * 16 + 2 * 64 + 128)
 ufunc_buffer = np.getbufsize() * 4  # 8192 float32 elements
 row_vectors = 4 * 3 * 64  # new max, shift, alpha
 accounted = tile_bytes + ufunc_buffer + row_vectors
 extra_peak_bytes(512)  # a first call allocates NumPy's and Python's one-time caches
 extras = [extra_peak_bytes(n) for n in (512, 1024, 2048, 4096)]
 causal_extras = [extra_peak_bytes(n, is_causal=True) for n in (512, 1024, 2048, 4096)]
-print(f"tile buffers {tile_bytes / 1024:.1f} KiB + ufunc buffer {ufunc_buffer / 1024:.1f} KiB "
-      f"+ row vectors {row_vectors / 1024:.2f} KiB = {accounted / 1024:.2f} KiB")
-print("measured extra within 10% above that at every seq_len:",
-      all(0 <= e - accounted < 0.1 * accounted for e in extras))
-print("the same with is_causal=True (no mask array):", all(0 <= e - accounted < 0.1 * accounted for e in causal_extras))
-print("extra memory the same (within 1 KiB) from 512 to 4096, with or without is_causal:",
-      max(extras + causal_extras) - min(extras + causal_extras) < 1024)
+print(
+    f"tile buffers {tile_bytes / 1024:.1f} KiB + ufunc buffer "
+    f"{ufunc_buffer / 1024:.1f} KiB "
+    f"+ row vectors {row_vectors / 1024:.2f} KiB = {accounted / 1024:.2f} KiB"
+)
+print(
+    "measured extra within 10% above that at every seq_len:",
+    all(0 <= e - accounted < 0.1 * accounted for e in extras),
+)
+print(
+    "the same with is_causal=True (no mask array):",
+    all(0 <= e - accounted < 0.1 * accounted for e in causal_extras),
+)
+print(
+    "extra memory the same (within 1 KiB) from 512 to 4096, with or without is_causal:",
+    max(extras + causal_extras) - min(extras + causal_extras) < 1024,
+)
 
 # %% [markdown]
 # `benchmarks/bench_flash.py` shows the same from 1k to 16k tokens and times the tiles
-# against notebook 06's query blocks at `(batch, seq_len, d_model, heads) = (1, 4096, 256, 4)`.
-# In NumPy the online softmax costs about what the query blocks cost (both are bound by the
-# passes over the scores), and with a causal mask it is faster, since it skips the masked
-# tiles; the point of FlashAttention on a GPU is that a tile fits in fast on-chip memory.
+# against notebook 06's query blocks at
+# `(batch, seq_len, d_model, heads) = (1, 4096, 256, 4)`. In NumPy the online softmax
+# costs about what the query blocks cost (both are bound by the passes over the scores),
+# and with a causal mask it is faster, since it skips the masked tiles; the point of
+# FlashAttention on a GPU is that a tile fits in fast on-chip memory.
 #
 # ## 2. What a backward pass needs: the log-sum-exp
 #
-# Training needs gradients, and notebook 09's `attention_vjp` uses the weights $P$. FlashAttention
-# never stores $P$ (that is the whole point), so its backward must rebuild it, tile by
-# tile. One number per query row makes that possible: the row's *log-sum-exp*,
+# Training needs gradients, and notebook 09's `attention_vjp` uses the weights $P$.
+# FlashAttention never stores $P$ (that is the whole point), so its backward must
+# rebuild it, tile by tile. One number per query row makes that possible: the row's
+# *log-sum-exp*,
 #
 # $$\operatorname{lse}_i = \log \sum_j e^{s_{ij}} = m_i + \log \ell_i,$$
 #
-# which the forward has at hand at the end of the row. Then every weight is one subtraction
-# and one exponential, with no maximum and no sum to recompute:
+# which the forward has at hand at the end of the row. Then every weight is one
+# subtraction and one exponential, with no maximum and no sum to recompute:
 #
 # $$P_{ij} = \frac{e^{s_{ij}}}{\sum_k e^{s_{ik}}} = e^{s_{ij} - \operatorname{lse}_i}.$$
 #
 # The backward also needs $\sum_j dP_{ij} P_{ij}$ for the softmax's vjp, and since
-# $dP = dO\,V^\top$ that is $\sum_j P_{ij} (dO_i \cdot v_j) = dO_i \cdot o_i$: the stored
-# output gives it, again without a row of $P$. So the forward keeps $O$ and the lse, $n$
-# numbers per head instead of $n^2$. Below: the weights rebuilt from the lse, and the
-# gradients computed from them, equal the teaching path's.
+# $dP = dO\,V^\top$ that is $\sum_j P_{ij} (dO_i \cdot v_j) = dO_i \cdot o_i$: the
+# stored output gives it, again without a row of $P$. So the forward keeps $O$ and the
+# lse, $n$ numbers per head instead of $n^2$. Below: the weights rebuilt from the lse,
+# and the gradients computed from them, equal the teaching path's.
 
 # %%
 Q, K, V = (rng.standard_normal((1, 2, 12, 8)) for _ in range(3))
@@ -330,34 +416,47 @@ rebuilt = np.exp(scores - lse[..., None])  # one subtraction and one exp per wei
 
 _, weights = scaled_dot_product_attention(Q, K, V, mask)
 d_output = rng.standard_normal(output.shape)
-print("weights rebuilt from the lse:", np.allclose(rebuilt, weights, rtol=0, atol=1e-14))
-print("sum_j dP_ij P_ij == dO_i . o_i:", np.allclose(((d_output @ V.swapaxes(-1, -2)) * weights).sum(-1), (d_output * output).sum(-1)))
+print(
+    "weights rebuilt from the lse:", np.allclose(rebuilt, weights, rtol=0, atol=1e-14)
+)
+print(
+    "sum_j dP_ij P_ij == dO_i . o_i:",
+    np.allclose(
+        ((d_output @ V.swapaxes(-1, -2)) * weights).sum(-1), (d_output * output).sum(-1)
+    ),
+)
 grads = [attention_vjp(Q, K, V, P, d_output) for P in (rebuilt, weights)]
-print("dQ, dK, dV from the rebuilt weights equal:", all(np.allclose(a, b, rtol=0, atol=1e-13) for a, b in zip(*grads, strict=True)))
+print(
+    "dQ, dK, dV from the rebuilt weights equal:",
+    all(np.allclose(a, b, rtol=0, atol=1e-13) for a, b in zip(*grads, strict=True)),
+)
 
 # %% [markdown]
 # ## 3. The KV cache: decoding in O(t) per token
 #
-# A language model writes one token at a time: token $t + 1$ is chosen from the output at
-# position $t$, which needs the queries of position $t$ and the keys and values of positions
-# $0, \dots, t$. Recomputing the whole causal forward for each new token repeats the work of
-# every earlier step. Under a causal mask that work never changes: token $i$ sees only
-# tokens $\le i$, so its key $x_i W_k$ and value $x_i W_v$ do not depend on anything that
-# comes later. A cache keeps them. Each step then projects only the new tokens, appends
-# their keys and values, and lets the new queries attend to everything cached (with the
-# causal mask among the new tokens themselves).
+# A language model writes one token at a time: token $t + 1$ is chosen from the output
+# at position $t$, which needs the queries of position $t$ and the keys and values of
+# positions $0, \dots, t$. Recomputing the whole causal forward for each new token
+# repeats the work of every earlier step. Under a causal mask that work never changes:
+# token $i$ sees only tokens $\le i$, so its key $x_i W_k$ and value $x_i W_v$ do not
+# depend on anything that comes later. A cache keeps them. Each step then projects only
+# the new tokens, appends their keys and values, and lets the new queries attend to
+# everything cached (with the causal mask among the new tokens themselves).
 #
-# `mha(x_t, kv_cache=cache)` does exactly that: the module calls `cache.extend(K_new, V_new,
-# owner=self)`, which appends and returns all keys and values so far, and the causal mask
-# of the new rows.
+# `mha(x_t, kv_cache=cache)` does exactly that: the module calls
+# `cache.extend(K_new, V_new, owner=self)`, which appends and returns all keys and
+# values so far, and the causal mask of the new rows.
 
 # %%
 show_source(KVCache.extend)
 
 # %% [markdown]
-# Appending to a NumPy array copies it (`np.concatenate` makes a new one), which would cost
-# $O(t)$ per token again. The cache over-allocates like a Python list: when full, it doubles
-# its capacity and copies once.
+# Appending to a NumPy array copies it (`np.concatenate` makes a new one): for token $t$
+# that moves all $t$ cached keys and values. That is still $O(t)$ per token, the order
+# of the attention itself; but on top of the attention's one read of the cached keys
+# and values, every step reads and writes them all again. The cache over-allocates like
+# a Python list instead: when full, it doubles its capacity and copies once, so copying
+# costs $O(1)$ per token on average.
 
 # %%
 show_source(KVCache._grow)
@@ -373,25 +472,35 @@ expected, _ = mha(x, causal_mask(20))
 for chunks in ([1] * 20, [7, 1, 5, 7]):
     cache = KVCache()
     bounds = np.cumsum([0] + chunks)
-    decoded = np.concatenate([mha(x[:, a:b], kv_cache=cache)[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True)], axis=1)
-    print(f"chunks {chunks[:4]}{'...' if len(chunks) > 4 else ''}: equal to mha(x, causal_mask(20)) within 1e-12:",
-          np.abs(decoded - expected).max() < 1e-12, f"| cache {cache}")
+    decoded = np.concatenate(
+        [
+            mha(x[:, a:b], kv_cache=cache)[0]
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+        ],
+        axis=1,
+    )
+    print(
+        f"chunks {chunks[:4]}{'...' if len(chunks) > 4 else ''}: equal to mha(x, "
+        "causal_mask(20)) within 1e-12:",
+        np.abs(decoded - expected).max() < 1e-12,
+        f"| cache {cache}",
+    )
 
 # %% [markdown]
 # ### Picture: what a token costs
 #
-# Count the FLOPs (notebook 06's rule: an $m \times k$ by $k \times p$ product costs $2mkp$)
-# of producing token $t$'s output, for one sequence of width $d$ = `d_model`:
+# Count the FLOPs (notebook 06's rule: an $m \times k$ by $k \times p$ product costs
+# $2mkp$) of producing token $t$'s output, for one sequence of width $d$ = `d_model`:
 #
 # - **recomputing** the causal forward over the $t + 1$ tokens so far:
 #   $8 (t+1) d^2 + 4 (t+1)^2 d$, growing like $t^2$;
-# - **with the cache**: the new token's projections, $8 d^2$, plus its scores and weighted
-#   sum over $t + 1$ keys, $4 (t + 1) d$: nearly flat.
+# - **with the cache**: the new token's projections, $8 d^2$, plus its scores and
+#   weighted sum over $t + 1$ keys, $4 (t + 1) d$: nearly flat.
 #
 # Summed over a text of $n$ tokens, that is $O(n^3)$ against $O(n^2)$ (for $n < 2d$, the
 # projections dominate, and it is $O(n^2)$ against $O(n)$). The counts are exact;
-# `benchmarks/bench_kv_cache.py` measures the times for 1024 tokens at `d_model` 256 with 4
-# heads, and checks that both loops give the same outputs.
+# `benchmarks/bench_kv_cache.py` measures the times for 1024 tokens at `d_model` 256
+# with 4 heads, and checks that both loops give the same outputs.
 
 # %%
 d, n = 256, 1024
@@ -399,28 +508,41 @@ t = np.arange(n)
 recompute = 8 * (t + 1) * d**2 + 4 * (t + 1) ** 2 * d
 cached = 8 * d**2 + 4 * (t + 1) * d
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 8))
 left.semilogy(t, recompute, label="recompute the causal forward")
 left.semilogy(t, cached, label="with the KV cache")
-left.set(xlabel="token t", ylabel="FLOPs for token t", title=f"Cost of one token, d_model = {d}")
+left.set(
+    xlabel="token t",
+    ylabel="FLOPs for token t",
+    title=f"Cost of one token, d_model = {d}",
+)
 left.legend()
 left.grid(True, which="both", alpha=0.3)
 
 tokens = np.arange(1, n + 1)
-capacity = 16 * 2 ** np.ceil(np.log2(np.maximum(tokens, 16) / 16)).astype(int)  # 16 at first, then doubling
-copied = np.cumsum(np.where(np.r_[False, capacity[1:] > capacity[:-1]], tokens - 1, 0))  # tokens moved on growth
+# 16 at first, then doubling
+capacity = 16 * 2 ** np.ceil(np.log2(np.maximum(tokens, 16) / 16)).astype(int)
+# tokens moved on growth
+copied = np.cumsum(np.where(np.r_[False, capacity[1:] > capacity[:-1]], tokens - 1, 0))
 right.plot(tokens, capacity, label="capacity (doubles when full)")
 right.plot(tokens, copied, label="tokens copied so far")
 right.plot(tokens, 2 * tokens, "k:", label="2 x tokens")
-right.set(xlabel="tokens cached", ylabel="tokens", title="Cache growth: amortised O(1) per token")
+right.set(
+    xlabel="tokens cached",
+    ylabel="tokens",
+    title="Cache growth: amortised O(1) per token",
+)
 right.legend()
 right.grid(True, alpha=0.3)
 fig.tight_layout()
-print(f"total for {n} tokens: recompute {recompute.sum() / 1e9:.1f} GFLOP, cache {cached.sum() / 1e9:.2f} GFLOP "
-      f"({recompute.sum() / cached.sum():.0f}x fewer)")
+print(
+    f"total for {n} tokens: recompute {recompute.sum() / 1e9:.1f} GFLOP, cache "
+    f"{cached.sum() / 1e9:.2f} GFLOP ({recompute.sum() / cached.sum():.0f}x fewer)"
+)
 
 # %% [markdown]
-# The capacity drawn on the right is the cache's own rule, checked here against a real cache:
+# The capacity drawn in the bottom panel is the cache's own rule, checked here against a
+# real cache:
 
 # %%
 cache, seen = KVCache(), []
@@ -430,29 +552,29 @@ for _ in range(n):
 print("the drawn capacity is the KVCache's:", np.array_equal(seen, capacity))
 
 # %% [markdown]
-# On the machine this chapter was written on (2 cores, shared with other work), the benchmark
-# decoded the 1024 tokens about 80 times faster with the cache, against a goal of 20.
+# `benchmarks/bench_kv_cache.py` times both loops on your machine; the FLOP counts above
+# are what the cache saves in arithmetic, on any machine.
 #
 # ## 4. Grouped-query and multi-query attention: a smaller cache
 #
-# The cache holds, for every layer and every token, one key and one value per head. For a
-# large model that, not the weights, is what limits how many sequences fit in memory.
-# Multi-query attention (Shazeer 2019) keeps all the query heads but only *one* key/value
-# head, shared by all of them; grouped-query attention (Ainslie et al. 2023) sits between:
-# `num_kv_heads` key/value heads, each shared by a group of `num_heads // num_kv_heads`
-# query heads. Query head $h$ reads key/value head $h$ // `(num_heads // num_kv_heads)`
-# (PyTorch's `enable_gqa` convention), and `W_qkv` shrinks to
-# `(d_model, d_model + 2 * num_kv_heads * d_k)`: the query columns, then the key columns,
-# then the value columns.
+# The cache holds, for every layer and every token, one key and one value per head. For
+# a large model that, not the weights, is what limits how many sequences fit in memory.
+# Multi-query attention (Shazeer 2019) keeps all the query heads but only *one*
+# key/value head, shared by all of them; grouped-query attention (Ainslie et al. 2023)
+# sits between: `num_kv_heads` key/value heads, each shared by a group of
+# `num_heads // num_kv_heads` query heads. Query head $h$ reads key/value head $h$ //
+# `(num_heads // num_kv_heads)` (PyTorch's `enable_gqa` convention), and `W_qkv` shrinks
+# to `(d_model, d_model + 2 * num_kv_heads * d_k)`: the query columns, then the key
+# columns, then the value columns.
 
 # %%
 show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
 # The `np.repeat` lets every query head of a group read its group's keys and values; the
-# cache stores them *before* the repeat. Check: with `num_kv_heads = 2` and 4 query heads,
-# heads 0 and 1 attend with the same keys (their weights differ because their queries do),
-# and the cache is half as large.
+# cache stores them *before* the repeat. Check: with `num_kv_heads = 2` and 4 query
+# heads, heads 0 and 1 attend with the same keys (their weights differ because their
+# queries do), and the cache is half as large.
 
 # %%
 x = rng.standard_normal((1, 6, 32))
@@ -460,14 +582,24 @@ for num_kv_heads in (4, 2, 1):
     mha = MultiHeadAttention(32, 4, seed=1, num_kv_heads=num_kv_heads)
     cache = KVCache()
     mha(x, kv_cache=cache)
-    print(f"num_kv_heads = {num_kv_heads}: W_qkv {mha.W_qkv.shape}, cache {cache.nbytes} bytes for 6 tokens")
+    print(
+        f"num_kv_heads = {num_kv_heads}: W_qkv {mha.W_qkv.shape}, cache {cache.nbytes} "
+        "bytes for 6 tokens"
+    )
 
 mha = MultiHeadAttention(32, 4, seed=1, num_kv_heads=2)
 _, weights = mha(x)
-Q_all = (x @ mha.W_qkv[:, :32]).reshape(1, 6, 4, 8).transpose(0, 2, 1, 3)  # (1, 4, 6, 8)
-K_shared = (x @ mha.W_qkv[:, 32:48]).reshape(1, 6, 2, 8).transpose(0, 2, 1, 3)  # (1, 2, 6, 8)
-by_hand = [softmax(Q_all[0, h] @ K_shared[0, h // 2].T / math.sqrt(8)) for h in range(4)]
-print("head h uses key/value head h // 2:", all(np.allclose(weights[0, h], by_hand[h], rtol=0, atol=1e-12) for h in range(4)))
+# (1, 4, 6, 8)
+Q_all = (x @ mha.W_qkv[:, :32]).reshape(1, 6, 4, 8).transpose(0, 2, 1, 3)
+# (1, 2, 6, 8)
+K_shared = (x @ mha.W_qkv[:, 32:48]).reshape(1, 6, 2, 8).transpose(0, 2, 1, 3)
+by_hand = [
+    softmax(Q_all[0, h] @ K_shared[0, h // 2].T / math.sqrt(8)) for h in range(4)
+]
+print(
+    "head h uses key/value head h // 2:",
+    all(np.allclose(weights[0, h], by_hand[h], rtol=0, atol=1e-12) for h in range(4)),
+)
 
 # %% [markdown]
 # `tests/test_gqa_cross_dropout.py` checks the module against
@@ -480,11 +612,12 @@ print("head h uses key/value head h // 2:", all(np.allclose(weights[0, h], by_ha
 # (`d_model` = 8192) and uses grouped-query attention with 8 key/value heads. In 16-bit
 # floats, the cache of one token is
 #
-# $$2\ (\text{K and V}) \times 80\ \text{layers} \times 8\ \text{heads} \times 128 \times 2\ \text{bytes}
-# = 327{,}680\ \text{bytes} = 320\ \text{KiB},$$
+# $$2\ (\text{K and V}) \times 80\ \text{layers} \times 8\ \text{heads}
+#   \times 128 \times 2\ \text{bytes} = 327{,}680\ \text{bytes} = 320\ \text{KiB},$$
 #
-# 1.25 GiB for one sequence of its 4096-token context. With a key/value head per query head
-# it would be 8 times that.
+# 1.25 GiB for one sequence of its 4096-token context. With a key/value head per query
+# head it would be 8 times that.
+
 
 # %%
 def kv_bytes_per_token(layers, num_kv_heads, d_head, bytes_per_number=2):
@@ -493,14 +626,25 @@ def kv_bytes_per_token(layers, num_kv_heads, d_head, bytes_per_number=2):
 
 layers, num_heads, d_head, context = 80, 64, 128, 4096
 variants = {"MHA (64 KV heads)": 64, "GQA (8, as published)": 8, "MQA (1 KV head)": 1}
-per_sequence = {name: kv_bytes_per_token(layers, kv, d_head) * context / 2**30 for name, kv in variants.items()}
+per_sequence = {
+    name: kv_bytes_per_token(layers, kv, d_head) * context / 2**30
+    for name, kv in variants.items()
+}
 for name, kv in variants.items():
-    print(f"{name:<22} {kv_bytes_per_token(layers, kv, d_head) / 1024:7.0f} KiB per token, "
-          f"{per_sequence[name]:6.2f} GiB per {context}-token sequence")
+    print(
+        f"{name:<22} {kv_bytes_per_token(layers, kv, d_head) / 1024:7.0f} KiB per "
+        f"token, {per_sequence[name]:6.2f} GiB per {context}-token sequence"
+    )
 
 fig, ax = plt.subplots(figsize=(7, 3.2))
-bars = ax.barh(list(per_sequence)[::-1], list(per_sequence.values())[::-1], color=["#fdae6b", "#3182bd", "#9ecae1"])
-ax.bar_label(bars, labels=[f"{v:.2f} GiB" for v in list(per_sequence.values())[::-1]], padding=3)
+bars = ax.barh(
+    list(per_sequence)[::-1],
+    list(per_sequence.values())[::-1],
+    color=["#fdae6b", "#3182bd", "#9ecae1"],
+)
+ax.bar_label(
+    bars, labels=[f"{v:.2f} GiB" for v in list(per_sequence.values())[::-1]], padding=3
+)
 ax.set_xlabel(f"KV cache of one {context}-token sequence, float16 (GiB)")
 ax.set_title("Llama 2 70B's attention layout: 80 layers, 64 query heads of 128")
 ax.set_xlim(0, 12)
@@ -509,80 +653,175 @@ fig.tight_layout()
 # %% [markdown]
 # ## 5. Cross-attention
 #
-# In an encoder-decoder model (the original Transformer, a translation model, Whisper), the
-# decoder also attends to the *encoder's* output. The queries come from the decoder's own
-# tokens `x`, shape `(batch, seq_q, d_model)`; the keys and values from the encoder's output,
-# the *context*, shape `(batch, seq_k, d_model)`. The same module does it: `mha(x, mask,
-# context=context)` projects `x` through the query columns of `W_qkv` and the context through
-# the key and value columns. The weights have shape `(batch, num_heads, seq_q, seq_k)`, and a
-# padding mask on the context keeps the queries off its padding. The tests check it against
-# `torch.nn.MultiheadAttention(query=x, key=context, value=context)` with copied weights.
+# In an encoder-decoder model (the original Transformer, a translation model, Whisper),
+# the decoder also attends to the *encoder's* output. The queries come from the
+# decoder's own tokens `x`, shape `(batch, seq_q, d_model)`; the keys and values from
+# the encoder's output, the *context*, shape `(batch, seq_k, d_model)`. The same
+# module does it: `mha(x, mask, context=context)` projects `x` through the query columns
+# of `W_qkv` and the context through the key and value columns. The weights have shape
+# `(batch, num_heads, seq_q, seq_k)`, and a padding mask on the context keeps the
+# queries off its padding. The tests check it against
+# `torch.nn.MultiheadAttention(query=x, key=context, value=context)` with copied
+# weights.
 #
-# A KV cache with a context is refused: the context's keys and values do not grow during
-# decoding; project them once and reuse them.
+# A KV cache with a context is refused: a cache appends the keys and values of new
+# tokens, and the context gains none during decoding. This module projects the context
+# again at every call, which is correct but repeats work; a decoder built for speed
+# keeps the context's keys and values from the first step.
 
 # %%
 mha = MultiHeadAttention(16, 2, seed=3)
 x = rng.standard_normal((2, 4, 16))  # the decoder's 4 tokens
-context = rng.standard_normal((2, 7, 16))  # the encoder's output: 7 tokens, the second sequence has 5
+# the encoder's output: 7 tokens, the second sequence has 5
+context = rng.standard_normal((2, 7, 16))
 mask = padding_mask([7, 5], 7)  # (batch, 1, 1, seq_k)
 output, weights = mha(x, mask, context=context)
 print("output", output.shape, "weights", weights.shape)
-print("padding gets no weight:", np.all(weights[1, :, :, 5:] == 0), "| rows sum to one:", np.allclose(weights.sum(-1), 1))
-print("context=x is self-attention:", np.allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=1e-13))
+print(
+    "padding gets no weight:",
+    np.all(weights[1, :, :, 5:] == 0),
+    "| rows sum to one:",
+    np.allclose(weights.sum(-1), 1),
+)
+print(
+    "context=x is self-attention:",
+    np.allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=1e-13),
+)
 
-fig, axes = plt.subplots(1, 2, figsize=(8, 2.8))
+# the chapter's colours: Blues for weights, grey for masked cells
+cmap = plt.get_cmap("Blues").with_extremes(bad="#d9d9d9")
+fig, axes = plt.subplots(1, 2, figsize=(7.5, 3.2), layout="constrained")
 for b, ax in enumerate(axes):
-    ax.imshow(weights[b, 0], cmap="viridis", vmin=0, vmax=1)
-    ax.set(xlabel="context token (key)", ylabel="decoder token (query)", title=f"sequence {b}, head 0")
+    allowed = np.broadcast_to(mask[b, 0], weights[b, 0].shape)  # (seq_q, seq_k)
+    image = ax.imshow(
+        np.ma.masked_where(~allowed, weights[b, 0]), cmap=cmap, vmin=0, vmax=1
+    )
+    ax.set(xlabel="context token (key)", title=f"sequence {b}, head 0")
     ax.set_xticks(range(7))
-fig.tight_layout()
+    ax.set_yticks(range(4))
+axes[0].set_ylabel("decoder token (query)")
+fig.colorbar(image, ax=axes, label="attention weight", shrink=0.9)
+fig.suptitle("Cross-attention weights (grey: the context's padding)")
 
 # %% [markdown]
 # ## 6. Attention dropout
 #
-# During training, many models drop attention weights at random after the softmax
-# (`dropout_p`, typically 0.1) and scale the survivors by $1 / (1 - p)$ so that each weight
-# keeps its expected value. `scaled_dot_product_attention(Q, K, V, mask, dropout_p=p, rng=rng)`
-# does so, seeded through a NumPy `Generator`; at `dropout_p=0` it changes nothing and draws no
-# random numbers. Averaged over many draws, the output comes back to the one without dropout:
+# During training, some models drop attention weights at random after the softmax
+# (`dropout_p`; BERT used 0.1) and scale the survivors by $1 / (1 - p)$ so
+# that each weight keeps its expected value. Most large language models trained today
+# use no attention dropout at all ($p = 0$), and at inference it is always off.
+# `scaled_dot_product_attention(Q, K, V, mask, dropout_p=p, rng=rng)` does so, seeded
+# through a NumPy `Generator`; at `dropout_p=0` it changes nothing and draws no random
+# numbers. Averaged over many draws, the output comes back to the one without dropout:
 
 # %%
 Q, K, V = (rng.standard_normal((1, 5, 4)) for _ in range(3))
 plain, _ = scaled_dot_product_attention(Q, K, V)
 generator = np.random.default_rng(0)
-mean = np.mean([scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=generator)[0] for _ in range(2000)], axis=0)
-print("mean of 2000 dropped outputs minus the plain output, largest entry:", f"{np.abs(mean - plain).max():.2f}")
-print("one draw, seeded again, is the same:",
-      np.array_equal(*(scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(1))[1] for _ in range(2))))
+mean = np.mean(
+    [
+        scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=generator)[0]
+        for _ in range(2000)
+    ],
+    axis=0,
+)
+print(
+    "mean of 2000 dropped outputs minus the plain output, largest entry:",
+    f"{np.abs(mean - plain).max():.2f}",
+)
+print(
+    "one draw, seeded again, is the same:",
+    np.array_equal(
+        *(
+            scaled_dot_product_attention(
+                Q, K, V, dropout_p=0.3, rng=np.random.default_rng(1)
+            )[1]
+            for _ in range(2)
+        )
+    ),
+)
+
+# %% [markdown]
+# ## 7. Where the layer sits: a Transformer block
+#
+# A language model stacks the same block many times. For a batch of token vectors `x` of
+# shape `(batch, seq_len, d_model)`, a block in the pre-LayerNorm layout of GPT-2 and
+# most models since (Xiong et al. 2020) is
+#
+# $$h = x + \operatorname{MultiHead}(\operatorname{LN}_1(x)), \qquad
+#   y = h + \operatorname{MLP}(\operatorname{LN}_2(h)),$$
+#
+# - `LN` is a LayerNorm: each token's vector is shifted and scaled to mean 0 and
+#   variance 1 over its `d_model` features, then given a learned scale and shift; shape
+#   unchanged, `(batch, seq_len, d_model)`;
+# - `MultiHead` is this chapter's layer, with the causal mask in a language model; its
+#   output has the shape of its input, so it can be added back;
+# - the two additions are the *residual connections* of notebook 05's exercise 3: each
+#   sublayer writes a change into the stream of token vectors, which the next one reads;
+# - `MLP` acts on each token on its own: `(batch, seq_len, d_model)` to
+#   `(batch, seq_len, 4 * d_model)` (typically), a nonlinearity, and back to `d_model`.
+#   Attention is the only place where tokens exchange information.
+#
+# The original Transformer put the LayerNorm after each addition instead (post-LN,
+# $\operatorname{LN}(x + \operatorname{MultiHead}(x))$); before the addition, as above,
+# deep stacks train more stably. A block's output has the shape of its input, so blocks
+# stack: `y` is the next block's `x`.
+#
+# ### The same pieces in PyTorch
+#
+# (`F` is `torch.nn.functional`.)
+#
+# - `scaled_dot_product_attention(Q, K, V, mask)` is
+#   `F.scaled_dot_product_attention(q, k, v, attn_mask=mask)`; a boolean `attn_mask`
+#   means True = may attend, as here.
+# - `causal_mask(seq_len)` is its `is_causal=True`: no mask array, top-left aligned.
+# - `flash_attention`, the tiles of section 1, are the fused kernels (FlashAttention,
+#   memory-efficient attention) that `F.scaled_dot_product_attention` picks by itself.
+# - `num_kv_heads` (section 4) is its `enable_gqa=True`, with fewer key/value heads
+#   than query heads; `dropout_p` (section 6) has the same name there.
+# - `MultiHeadAttention(d_model, num_heads)` is
+#   `nn.MultiheadAttention(d_model, num_heads, bias=False, batch_first=True)`, whose
+#   boolean masks mean True = *blocked* (notebook 02); its `in_proj_weight` and
+#   `out_proj.weight` are our `W_qkv` and `W_o`, stored transposed (`x @ W.T`).
+# - `KVCache` has no counterpart in `torch.nn`: libraries that generate text keep
+#   their own.
+#
+# The chapter's tests compare the package with PyTorch under these names, in
+# `tests/test_torch_twin.py` and `tests/test_gqa_cross_dropout.py`.
 
 # %% [markdown]
 # ## Summary
 #
-# - The softmax's shift can be *any* number, so it can change on the way: multiplying the
-#   running sum and output by $e^{m_\text{old} - m_\text{new}}$ moves them to the new maximum.
-#   That is the online softmax, and FlashAttention is this loop over tiles of queries and keys,
-#   in memory bounded by the tile size.
+# - The softmax's shift can be *any* number, so it can change on the way: multiplying
+#   the running sum and output by $e^{m_\text{old} - m_\text{new}}$ moves them to the
+#   new maximum. That is the online softmax; carrying the output along, over tiles of
+#   queries and keys, is FlashAttention, in memory bounded by the tile size.
 # - The row's log-sum-exp and the output are all a backward pass needs:
 #   $P_{ij} = e^{s_{ij} - \operatorname{lse}_i}$, recomputed tile by tile.
-# - Under a causal mask, old keys and values never change: a KV cache makes each new token
-#   cost $O(t)$ instead of $O(t^2)$, and doubling its capacity keeps appending $O(1)$ amortised.
-# - Grouped-query attention shares each key/value head among a group of query heads; the cache
-#   shrinks by `num_heads / num_kv_heads` (8x for Llama 2 70B).
-# - Cross-attention is the same module with the keys and values projected from another sequence.
+# - Under a causal mask, old keys and values never change: a KV cache makes each new
+#   token cost $O(t)$ instead of $O(t^2)$, and doubling its capacity keeps appending
+#   $O(1)$ amortised.
+# - Grouped-query attention shares each key/value head among a group of query heads; the
+#   cache shrinks by `num_heads / num_kv_heads` (8x for Llama 2 70B).
+# - Cross-attention is the same module with the keys and values projected from another
+#   sequence.
+# - In a Transformer block the layer sits between a LayerNorm and a residual addition,
+#   followed by a per-token MLP; PyTorch's `F.scaled_dot_product_attention` and
+#   `nn.MultiheadAttention` are the same computation under other names.
 #
 # ## Exercises
 #
 # Each exercise has a cell for your answer, holding `...`, and a cell that checks it: it
 # prints "not yet" while the `...` is there, "correct." when your answer passes, and
-# otherwise stops with a message that says what to look at. A collapsed solution follows.
+# otherwise stops with a message that says what to look at. A collapsed solution
+# follows.
 #
 # **Exercise 1 (merge two tiles).** Two workers each processed half of a row's keys and
-# returned their partial states `(m, l, acc)`: each a maximum, a sum of `exp(s - m)` and an
-# unnormalised output measured against its own `m`. Write `merge(state_1, state_2)` that
-# returns the state of the whole row. (This is how FlashAttention splits a long row of keys
-# across several processors: "split-K".) A worker that saw only masked keys returns
-# `(-inf, 0.0, zeros)`.
+# returned their partial states `(m, l, acc)`: each a maximum, a sum of `exp(s - m)` and
+# an unnormalised output measured against its own `m`. Write `merge(state_1, state_2)`
+# that returns the state of the whole row. (This is how FlashAttention splits a long row
+# of keys across several processors: "split-K".) A worker that saw only masked keys
+# returns `(-inf, 0.0, zeros)`.
 
 
 # %%
@@ -593,33 +832,53 @@ def merge(state_1, state_2):
 
 # %%
 def check_exercise_1(merge):
-    generator = np.random.default_rng(1)
-    s, v = 20 * generator.standard_normal(12), generator.standard_normal((12, 3))
+    try:
+        generator = np.random.default_rng(1)
+        s, v = 20 * generator.standard_normal(12), generator.standard_normal((12, 3))
 
-    def state(part):
-        if part.stop == part.start:
-            return -np.inf, 0.0, np.zeros(3)
-        m = s[part].max()
-        return m, np.exp(s[part] - m).sum(), np.exp(s[part] - m) @ v[part]
+        def state(part):
+            if part.stop == part.start:
+                return -np.inf, 0.0, np.zeros(3)
+            m = s[part].max()
+            return m, np.exp(s[part] - m).sum(), np.exp(s[part] - m) @ v[part]
 
-    result = merge(state(slice(0, 5)), state(slice(5, 12)))
-    if result is ...:
-        return "Exercise 1: not yet. Replace the ... with your answer and run the cell again."
-    m, ell, acc = result
-    assert np.isclose(m, s.max()), f"the merged maximum should be the row's maximum {s.max():.4f}; got {m}"
-    assert np.allclose(acc / ell, softmax(s) @ v, rtol=1e-12, atol=1e-12), (
-        "acc / l is not the softmax-weighted average: multiply each half's l and acc by exp(its m - merged m)"
-    )
-    assert np.isclose(ell, np.exp(s - m).sum()), "l should be the sum of exp(s - m) over the whole row"
-    for halves in ((slice(0, 12), slice(12, 12)), (slice(0, 0), slice(0, 12))):  # one worker saw nothing
-        m, ell, acc = merge(state(halves[0]), state(halves[1]))
-        assert np.allclose(acc / ell, softmax(s) @ v), "a worker with no keys (m = -inf, l = 0) must change nothing"
-    with np.errstate(invalid="ignore"):  # -inf - (-inf) is NaN: the check below reports it
-        m, ell, acc = merge(state(slice(0, 0)), state(slice(0, 0)))
-    assert m == -np.inf and ell == 0 and np.all(np.asarray(acc) == 0), (
-        "two workers that saw no keys should give (-inf, 0, zeros); got NaN? exp(m_1 - m) with "
-        "m_1 = m = -inf is exp(NaN): handle the case where both maxima are -inf"
-    )
+        result = merge(state(slice(0, 5)), state(slice(5, 12)))
+        if result is ...:
+            return (
+                "Exercise 1: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        m, ell, acc = result
+        assert np.isclose(m, s.max()), (
+            f"the merged maximum should be the row's maximum {s.max():.4f}; got {m}"
+        )
+        assert np.allclose(acc / ell, softmax(s) @ v, rtol=1e-12, atol=1e-12), (
+            "acc / l is not the softmax-weighted average: multiply each half's l and "
+            "acc by exp(its m - merged m)"
+        )
+        assert np.isclose(ell, np.exp(s - m).sum()), (
+            "l should be the sum of exp(s - m) over the whole row"
+        )
+        # one worker saw nothing
+        for halves in ((slice(0, 12), slice(12, 12)), (slice(0, 0), slice(0, 12))):
+            m, ell, acc = merge(state(halves[0]), state(halves[1]))
+            assert np.allclose(acc / ell, softmax(s) @ v), (
+                "a worker with no keys (m = -inf, l = 0) must change nothing"
+            )
+        # -inf - (-inf) is NaN: the check below reports it
+        with np.errstate(invalid="ignore"):
+            m, ell, acc = merge(state(slice(0, 0)), state(slice(0, 0)))
+        assert m == -np.inf and ell == 0 and np.all(np.asarray(acc) == 0), (
+            "two workers that saw no keys should give (-inf, 0, zeros); got NaN? "
+            "exp(m_1 - m) with m_1 = m = -inf is exp(NaN): handle the case where both "
+            "maxima are -inf"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 1: your answer raised {type(error).__name__}: {error}. merge "
+            "returns a tuple (m, l, acc), like each of its two arguments."
+        ) from None
     return "Exercise 1: correct."
 
 
@@ -628,10 +887,11 @@ print(check_exercise_1(merge))
 # %% [markdown]
 # *Solution to exercise 1: the collapsed cell below (click it to open).*
 
-# %% jupyter={"source_hidden": true}
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
 # Both halves move to the larger maximum: each one's l and acc are multiplied by
-# exp(its own m - the merged m), a number <= 1. If a half saw no keys, its m is -inf and its
-# factor exp(-inf) = 0: nothing of it is added.
+# exp(its own m - the merged m), a number <= 1. If a half saw no keys, its m is -inf and
+# its factor exp(-inf) = 0: nothing of it is added.
 def solution_merge(state_1, state_2):
     (m_1, l_1, acc_1), (m_2, l_2, acc_2) = state_1, state_2
     m = max(m_1, m_2)
@@ -644,8 +904,9 @@ def solution_merge(state_1, state_2):
 print(check_exercise_1(solution_merge))
 
 # %% [markdown]
-# **Exercise 2 (size a cache).** Write `kv_cache_bytes(layers, num_kv_heads, d_head, tokens,
-# batch, bytes_per_number)`: the bytes of keys and values a model holds for `batch`
+# **Exercise 2 (size a cache).** Write
+# `kv_cache_bytes(layers, num_kv_heads, d_head, tokens, batch, bytes_per_number)`: the
+# bytes of keys and values a model holds for `batch`
 # sequences of `tokens` tokens. The check compares it with a real `KVCache` and with the
 # Llama 2 70B figure above.
 
@@ -658,21 +919,35 @@ def kv_cache_bytes(layers, num_kv_heads, d_head, tokens, batch, bytes_per_number
 
 # %%
 def check_exercise_2(kv_cache_bytes):
-    answer = kv_cache_bytes(80, 8, 128, 4096, 1, 2)
-    if answer is ...:
-        return "Exercise 2: not yet. Replace the ... with your answer and run the cell again."
-    mha = MultiHeadAttention(24, 6, num_kv_heads=3)
-    caches = [KVCache() for _ in range(2)]  # two layers
-    for cache in caches:
-        mha(np.zeros((2, 5, 24)), kv_cache=cache)
-    real = sum(cache.nbytes for cache in caches)
-    mine = kv_cache_bytes(2, 3, 4, 5, 2, 8)
-    assert mine == real, (
-        f"two layers of a 6-head module with 3 key/value heads of width 4, 2 sequences of 5 tokens, float64: "
-        f"the caches hold {real} bytes; you say {mine}. Count keys *and* values, and the key/value heads, "
-        "not the query heads"
-    )
-    assert answer == 1_342_177_280, f"Llama 2 70B: 1.25 GiB = 1342177280 bytes per 4096-token sequence; you say {answer}"
+    try:
+        answer = kv_cache_bytes(80, 8, 128, 4096, 1, 2)
+        if answer is ...:
+            return (
+                "Exercise 2: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        mha = MultiHeadAttention(24, 6, num_kv_heads=3)
+        caches = [KVCache() for _ in range(2)]  # two layers
+        for cache in caches:
+            mha(np.zeros((2, 5, 24)), kv_cache=cache)
+        real = sum(cache.nbytes for cache in caches)
+        mine = kv_cache_bytes(2, 3, 4, 5, 2, 8)
+        assert mine == real, (
+            "two layers of a 6-head module with 3 key/value heads of width 4, 2 "
+            f"sequences of 5 tokens, float64: the caches hold {real} bytes; you say "
+            f"{mine}. Count keys *and* values, and the key/value heads, not the query "
+            "heads"
+        )
+        assert answer == 1_342_177_280, (
+            "Llama 2 70B: 1.25 GiB = 1342177280 bytes per 4096-token sequence; you say "
+            f"{answer}"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
+            "kv_cache_bytes(...) returns one number."
+        ) from None
     return "Exercise 2: correct."
 
 
@@ -681,19 +956,23 @@ print(check_exercise_2(kv_cache_bytes))
 # %% [markdown]
 # *Solution to exercise 2: the collapsed cell below (click it to open).*
 
-# %% jupyter={"source_hidden": true}
-# Per layer, per sequence, per token: one key and one value (the 2) of width d_head for each
-# key/value head. The query heads are not cached at all.
-def solution_kv_cache_bytes(layers, num_kv_heads, d_head, tokens, batch, bytes_per_number):
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# Per layer, per sequence, per token: one key and one value (the 2) of width d_head for
+# each key/value head. The query heads are not cached at all.
+def solution_kv_cache_bytes(
+    layers, num_kv_heads, d_head, tokens, batch, bytes_per_number
+):
     return 2 * layers * num_kv_heads * d_head * tokens * batch * bytes_per_number
 
 
 print(check_exercise_2(solution_kv_cache_bytes))
 
 # %% [markdown]
-# **Exercise 3 (predict).** A causal attention over `seq_len = 1024` tokens runs in tiles of
-# `block_q = block_k = 128`. How many of the $8 \times 8 = 64$ tiles does `flash_attention`
-# compute, and how many of those are partly masked? Answer with a pair of ints.
+# **Exercise 3 (predict).** A causal attention over `seq_len = 1024` tokens runs in
+# tiles of `block_q = block_k = 128`. How many of the $8 \times 8 = 64$ tiles does
+# `flash_attention` compute, and how many of those are partly masked? Answer with a pair
+# of ints.
 
 # %%
 tiles_prediction = ...  # (tiles computed, of which partly masked)
@@ -701,17 +980,37 @@ tiles_prediction = ...  # (tiles computed, of which partly masked)
 
 # %%
 def check_exercise_3(prediction):
-    if prediction is ...:
-        return "Exercise 3: not yet. Replace the ... with your answer and run the cell again."
-    allowed = causal_mask(1024)
-    fractions = allowed.reshape(8, 128, 8, 128).mean(axis=(1, 3))  # (query tile, key tile)
-    computed, partly = int((fractions > 0).sum()), int(((fractions > 0) & (fractions < 1)).sum())
-    computed_guess, partly_guess = prediction
-    assert computed_guess == computed, (
-        f"{computed_guess} tiles computed? A tile is skipped only when every one of its entries is masked: "
-        "count the tiles on and below the diagonal"
-    )
-    assert partly_guess == partly, f"{partly_guess} partly masked? Only the tiles the diagonal runs through are"
+    try:
+        if prediction is ...:
+            return (
+                "Exercise 3: not yet. Replace the ... with your answer and run the "
+                "cell again."
+            )
+        allowed = causal_mask(1024)
+        # (query tile, key tile)
+        fractions = allowed.reshape(8, 128, 8, 128).mean(axis=(1, 3))
+        computed, partly = (
+            int((fractions > 0).sum()),
+            int(((fractions > 0) & (fractions < 1)).sum()),
+        )
+        computed_guess, partly_guess = prediction
+        assert computed_guess == computed, (
+            f"{computed_guess} tiles computed? A tile is skipped only when every one "
+            "of "
+            "its entries is masked: "
+            "count the tiles on and below the diagonal"
+        )
+        assert partly_guess == partly, (
+            f"{partly_guess} partly masked? Only the tiles the diagonal runs through "
+            "are"
+        )
+    except (ValueError, TypeError, IndexError, AttributeError) as error:
+        # a near miss that crashes gets a hint, not a traceback
+        raise AssertionError(
+            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
+            "tiles_prediction should be a pair of whole numbers: (computed, partly "
+            "masked)."
+        ) from None
     return "Exercise 3: correct."
 
 
@@ -720,7 +1019,7 @@ print(check_exercise_3(tiles_prediction))
 # %% [markdown]
 # *Solution to exercise 3: the collapsed cell below (click it to open).*
 
-# %% jupyter={"source_hidden": true}
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
 # Tiles at or below the diagonal hold at least one allowed entry: 8 + 7 + ... + 1 = 36.
 # The 8 on the diagonal are partly masked (their upper triangle); the other 28 are full.
 # The 28 above the diagonal are skipped: nearly half the work.
@@ -731,15 +1030,21 @@ print(check_exercise_3(solution_tiles))
 # ## References
 #
 # - Milakov, M. and Gimelshein, N. (2018). *Online normalizer calculation for softmax.*
-#   [arXiv:1805.02867](https://arxiv.org/abs/1805.02867). The running maximum and sum,
-#   rescaled when the maximum grows: section 1's derivation.
-# - Dao, T., Fu, D. Y., Ermon, S., Rudra, A. and Ré, C. (2022). *FlashAttention: Fast and
-#   Memory-Efficient Exact Attention with IO-Awareness.* NeurIPS 2022.
-#   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). Algorithm 1: the online softmax
-#   over tiles of queries and keys; the backward pass from the stored statistics.
+#   [arXiv:1805.02867](https://arxiv.org/abs/1805.02867). The running maximum and sum of
+#   a softmax, rescaled when the maximum grows: section 1's $m$ and $\ell$.
+# - Rabe, M. N. and Staats, C. (2021). *Self-attention Does Not Need $O(n^2)$ Memory.*
+#   [arXiv:2112.05682](https://arxiv.org/abs/2112.05682). The value accumulator acc,
+#   rescaled with them: attention over chunks of keys without storing the scores.
+# - Dao, T., Fu, D. Y., Ermon, S., Rudra, A. and Ré, C. (2022). *FlashAttention: Fast
+#   and Memory-Efficient Exact Attention with IO-Awareness.* NeurIPS 2022.
+#   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). Algorithm 1: the rescaled
+#   accumulator over tiles held in fast on-chip memory (key tiles in the outer loop);
+#   the backward pass from the stored statistics.
 # - Dao, T. (2023). *FlashAttention-2: Faster Attention with Better Parallelism and Work
-#   Partitioning.* [arXiv:2307.08691](https://arxiv.org/abs/2307.08691). The division by
-#   $\ell$ deferred to the end, and the log-sum-exp as the one statistic kept for the backward.
+#   Partitioning.* [arXiv:2307.08691](https://arxiv.org/abs/2307.08691). The loop order
+#   drawn in section 1 (query tiles outside, key tiles inside), the division by $\ell$
+#   deferred to the end, and the log-sum-exp as the one statistic kept for the
+#   backward.
 # - Shazeer, N. (2019). *Fast Transformer Decoding: One Write-Head is All You Need.*
 #   [arXiv:1911.02150](https://arxiv.org/abs/1911.02150). Multi-query attention, and why
 #   decoding is bound by the memory traffic of the keys and values.
@@ -754,10 +1059,19 @@ print(check_exercise_3(solution_tiles))
 # - Vaswani, A. et al. (2017). *Attention Is All You Need.* NeurIPS 2017.
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Cross-attention is its
 #   "encoder-decoder attention" (section 3.2.3, Applications of Attention in our Model).
+# - Xiong, R. et al. (2020). *On Layer Normalization in the Transformer Architecture.*
+#   ICML 2020. [arXiv:2002.04745](https://arxiv.org/abs/2002.04745). The LayerNorm
+#   before each sublayer (pre-LN) of section 7, and why it trains more stably.
 # - Pope, R. et al. (2023). *Efficiently Scaling Transformer Inference.* MLSys 2023.
-#   [arXiv:2211.05102](https://arxiv.org/abs/2211.05102). The KV cache's memory as the limit
-#   of batch size and context length in serving.
+#   [arXiv:2211.05102](https://arxiv.org/abs/2211.05102). The KV cache's memory as the
+#   limit of batch size and context length in serving.
 #
-# **Measure it yourself:** `python benchmarks/bench_flash.py` (tiles against query blocks,
-# time and memory) and `python benchmarks/bench_kv_cache.py` (decoding with and without the
-# cache).
+# **Measure it yourself:** `python benchmarks/bench_flash.py` (tiles against query
+# blocks, time and memory) and `python benchmarks/bench_kv_cache.py` (decoding with and
+# without the cache).
+#
+# ---
+# Previous: [09_learning_to_attend.ipynb](09_learning_to_attend.ipynb), the backward
+# pass and a model that learns. Next: the explorer
+# ([explore.ipynb](explore.ipynb)), every control of the chapter in one place, including
+# the trained model of notebook 09.

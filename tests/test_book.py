@@ -1,16 +1,34 @@
 """The chapter as a static website (book/build.py), checked in a real browser.
 
+Every test here is named ``test_book_*``: ``pytest -k 'not test_book'`` deselects exactly
+these (``-k 'not book'`` would also drop every test whose name holds "notebook").
+
 The site is built once per session into a temporary folder, served on 127.0.0.1 and opened
-page by page in Chromium through Playwright. Every page must load with no console error and
-no failed request (a request that leaves 127.0.0.1 is aborted and reported: the site must be
-self-contained), show typeset math and no raw ``$...$`` or ``\\(...\\)``, load every image,
-keep collapsed solutions collapsed until clicked, and the explorer's page must show its
-stored first frame. Every internal link of every page must resolve (file and anchor).
+page by page in Chromium through Playwright, as a reader sees it at 1280x900 and on a
+390x844 phone. On every page:
 
-A screenshot of each page is saved in ``build/book-screenshots/`` (CI keeps it as an artefact).
+- no console error, no failed request, and no request that leaves 127.0.0.1 (the site is
+  self-contained); every image loads; math is typeset, with no raw ``$...$`` or ``\\(...\\)``;
+- every collapsed block is closed on load and opens on a click; an exercise's solution is
+  folded whole: the output it printed is inside the closed fold, not under it;
+- no code box (a code cell, an output, display math) is cut off: content wider than its box
+  scrolls inside it with a scrollbar that is drawn (Chromium runs without
+  ``--hide-scrollbars``, so a scrollbar takes room exactly when it is shown);
+- at 1280 px, no figure's smallest text is below 9 CSS px as displayed: the smallest text
+  size the notebook recorded for the image (``output.metadata["mhattn"]["min_font_px"]``, in
+  the PNG's own pixels, written by notebooks/refresh.sh) times the displayed width over the
+  PNG's natural width;
+- at 390 px, the page never scrolls sideways (``scrollWidth <= clientWidth``).
 
-The same checkers run against a deliberately broken copy of the site (a removed image, a
-broken link, raw and untypeset math) and must report each fault.
+The search page shows snippets with the math as text, not raw TeX. Every internal link of
+every page resolves (file and anchor). A screenshot of each page is saved in ``build/book-screenshots/``
+(CI keeps them as an artefact): the whole page at 1280 px (JPEG) and the phone's first
+screen (PNG).
+
+Each checker also runs against a deliberately broken copy of the site (an image removed, a
+broken link, raw and untypeset math, a console error, a solution's output moved out of its fold, figures
+shrunk, code boxes that hide their scrollbar or cut off, inline code that cannot wrap, the
+search page without its snippet fix) and must report the fault.
 
 Skips with the reason when Chromium, Playwright or the book tools are missing -- except under
 ``CI=true``, where a missing piece is a failure: CI installs all of them.
@@ -37,6 +55,9 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAGE_SECONDS = 20
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+MIN_TEXT_PX = 9  # the smallest figure text a reader is asked to read, in CSS pixels
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 spec = importlib.util.spec_from_file_location("book_build", ROOT / "book" / "build.py")
@@ -58,8 +79,8 @@ def missing(modules):
     return None
 
 
-BOOK_TOOLS = [("sphinx", 'pip install -e ".[book]"'), ("myst_nb", 'pip install -e ".[book]"'),
-              ("sphinx_book_theme", 'pip install -e ".[book]"'), ("mathjax", 'pip install -e ".[book]"')]
+BOOK_TOOLS = [(module, 'pip install -e ".[book]"')
+              for module in ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx_copybutton", "mathjax")]
 
 
 def require(reason):
@@ -111,14 +132,29 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        # Playwright hides scrollbars in headless mode by default; a reader's browser draws them.
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
+                                              ignore_default_args=["--hide-scrollbars"])
         try:
             yield chromium
         finally:
             chromium.close()
 
 
-# ---------------------------------------------------------------- checkers
+def notebook_of(name):
+    """The notebook (a dict) behind a page name such as ``notebooks/02_x.html``, or None."""
+    for path in NOTEBOOKS:
+        if name == f"notebooks/{path.stem}.html":
+            return json.loads(path.read_text(encoding="utf-8"))
+    return None
+
+
+def notebook_named(prefix):
+    """The page name of the chapter notebook whose file name starts with ``prefix``."""
+    return next(f"notebooks/{path.stem}.html" for path in NOTEBOOKS if path.name.startswith(prefix))
+
+
+# ---------------------------------------------------------------- checkers: links
 
 class _LinkParser(html.parser.HTMLParser):
     """Collects the ids (anchors) of one page and the URLs it links or loads."""
@@ -174,7 +210,10 @@ def check_links(folder):
     return problems
 
 
+# ---------------------------------------------------------------- checkers: one page in the browser
+
 RAW_MATH = re.compile(r"\$\$.+?\$\$|(?<![\\\w])\$[^\s$][^$\n]*?\$|\\\(.+?\\\)|\\\[.+?\\\]", re.DOTALL)
+RAW_TEX = re.compile(r"\\[()\[\]]|\\[A-Za-z]{2,}")  # a delimiter or a command such as \sqrt
 
 PAGE_REPORT = """async () => {
     const mathjax = window.MathJax;
@@ -199,19 +238,132 @@ PAGE_REPORT = """async () => {
     };
 }"""
 
+# A solution's fold (MyST-NB's <details> with the prompt build.py gives solutions) must hold
+# every output of its cell, hidden while it is closed.
+SOLUTION_FOLDS = """() => {
+    const problems = [], folds = [];
+    for (const details of document.querySelectorAll('.bd-article .cell details')) {
+        const summary = details.querySelector(':scope > summary');
+        if (!summary || !/solution/i.test(summary.textContent)) continue;
+        const cell = details.closest('.cell');
+        const outputs = [...cell.querySelectorAll('.cell_output')];
+        folds.push(outputs.length);
+        outputs.forEach((output, k) => {
+            const where = `solution ${folds.length}: output ${k}`;
+            if (!details.contains(output))
+                problems.push(`${where} is outside its fold: ${output.textContent.trim().slice(0, 50)}`);
+            else if (output.checkVisibility()) problems.push(`${where} is visible while its fold is closed`);
+        });
+    }
+    return {problems, folds};
+}"""
+
+# A box whose content is wider than itself must let the reader scroll to the rest, with a
+# scrollbar that is drawn. Content that spills out of a box is judged by the first ancestor
+# that clips it: a scroll box (fine when its scrollbar shows), a clipping box (cut off), or
+# none (the page itself grows sideways).
+CUT_OFF_BOXES = """() => {
+    const problems = [], seen = new Set();
+    const boxes = document.querySelectorAll(
+        '.bd-article pre, .bd-article .cell_output, .bd-article div.math, .bd-article table, .bd-article img');
+    const describe = e => {
+        const cell = e.closest('.cell, .math, table');
+        const text = (cell || e).textContent.trim().replace(/\\s+/g, ' ').slice(0, 50);
+        return `${e.tagName.toLowerCase()}.${[...e.classList].slice(0, 2).join('.')} "${text}"`;
+    };
+    for (const box of boxes) {
+        if (!box.checkVisibility()) continue;
+        const wide = box.tagName === 'IMG' ? box.getBoundingClientRect().width : box.scrollWidth;
+        if (box.tagName !== 'IMG' && wide <= box.clientWidth + 1) continue;
+        let clip = box.tagName === 'IMG' ? box.parentElement : box;
+        while (clip && clip !== document.body && getComputedStyle(clip).overflowX === 'visible')
+            clip = clip.parentElement;
+        if (!clip || clip === document.body) {
+            if (box.getBoundingClientRect().right > document.documentElement.clientWidth + 1)
+                problems.push(`wider than the page, in no scroll box: ${describe(box)}`);
+            continue;
+        }
+        if (clip.scrollWidth <= clip.clientWidth + 1 || seen.has(clip)) continue;
+        seen.add(clip);
+        const style = getComputedStyle(clip);
+        const bar = clip.offsetHeight - clip.clientHeight
+            - parseFloat(style.borderTopWidth) - parseFloat(style.borderBottomWidth);
+        if (!['auto', 'scroll'].includes(style.overflowX))
+            problems.push(`cut off (overflow-x: ${style.overflowX}): ${describe(clip)}`);
+        else if (bar < 4 || style.scrollbarWidth === 'none')
+            problems.push(`cut off with no visible scrollbar (${bar}px): ${describe(clip)}`);
+    }
+    return problems;
+}"""
+
+FIGURE_SIZES = """() => [...document.querySelectorAll('.bd-article .cell_output img')].map(img => ({
+    src: img.getAttribute('src'),
+    natural: img.naturalWidth,
+    displayed: img.getBoundingClientRect().width,
+}))"""
+
+PAGE_OVERFLOW = """() => {
+    const width = document.documentElement.clientWidth;
+    const clipped = e => {
+        for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+            if (getComputedStyle(a).overflowX !== 'visible') return true;
+        return false;
+    };
+    const culprits = [...document.querySelectorAll('.bd-main *')]
+        .filter(e => e.getBoundingClientRect().right > width + 1 && !clipped(e))
+        .filter((e, i, all) => !all.some(other => other !== e && e.contains(other)))  // innermost
+        .slice(0, 3)
+        .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].slice(0, 2).join('.')} `
+                  + `"${e.textContent.trim().slice(0, 40)}"`);
+    return {scrollWidth: document.documentElement.scrollWidth, width, culprits};
+}"""
+
 COLLAPSIBLES = ".bd-article details"
 
 
-def check_page(browser, url, screenshot=None):
-    """Open one page of the site; return ``(problems, report)``.
+def image_metadata(notebook, stem=""):
+    """The output metadata of each image a notebook's page shows, in page order."""
+    page = book_build.for_the_page(notebook, stem, [path.name for path in NOTEBOOKS])
+    return [output.get("metadata", {}) for cell in page["cells"] if cell["cell_type"] == "code"
+            for output in cell.get("outputs", []) if any(key.startswith("image/") for key in output.get("data", {}))]
+
+
+def check_figure_text(sizes, metadata):
+    """Figures whose smallest text, as displayed, is below MIN_TEXT_PX (or is not known).
+
+    sizes: what the browser measured for each figure (natural and displayed width); metadata:
+    each figure's output metadata from its notebook, in the same order.
+    """
+    if len(sizes) != len(metadata):
+        return [f"the page shows {len(sizes)} figures, the notebook has {len(metadata)}"]
+    problems = []
+    for index, (size, meta) in enumerate(zip(sizes, metadata, strict=True), start=1):
+        recorded = meta.get("mhattn", {})
+        if "min_font_px" not in recorded:
+            problems.append(f"figure {index}: no recorded text size (refresh the notebook with notebooks/refresh.sh)")
+            continue
+        scale = size["displayed"] / size["natural"] if size["natural"] else 0.0
+        shown = recorded["min_font_px"] * scale
+        if shown < MIN_TEXT_PX:
+            problems.append(f"figure {index}: smallest text {shown:.1f} px as displayed (< {MIN_TEXT_PX}): "
+                            f"{recorded['min_font_px']} px at dpi {recorded.get('dpi')}, shown at "
+                            f"{size['displayed']:.0f} of {size['natural']} px")
+    return problems
+
+
+def check_page(browser, url, screenshots=None, notebook=None, stem=""):
+    """Open one page of the site at 1280x900, then at 390x844; return ``(problems, report)``.
 
     problems: console errors, failed or external requests, images that did not load, math that
-    MathJax did not typeset or raw TeX delimiters in the visible text, and collapsed blocks that
-    are open on load or do not open on click. report: what the page held (counts, text).
+    MathJax did not typeset or raw TeX delimiters in the visible text, collapsed blocks that
+    are open on load or do not open on click, solution outputs outside their closed folds, code
+    boxes cut off without a scrollbar (at both sizes), figure text below MIN_TEXT_PX at 1280 px
+    (when the page's ``notebook`` is given), and a page wider than the phone's screen.
+    report: what the page held (counts, text). screenshots: two paths (desktop, phone) or None.
     """
     origin = "{0.scheme}://{0.netloc}/".format(urlsplit(url))
     problems = []
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()
 
     def route(request_route):
@@ -247,11 +399,30 @@ def check_page(browser, url, screenshot=None):
         raw = RAW_MATH.findall(report["text"])
         if raw:
             problems.append(f"raw TeX in the text ({len(raw)}): {raw[:3]}")
-        if screenshot is not None:
-            screenshot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshot), full_page=True)
+        folds = page.evaluate(SOLUTION_FOLDS)  # before anything is opened
+        problems += folds["problems"]
+        report["solution_folds"] = folds["folds"]
         report["collapsibles"] = page.locator(COLLAPSIBLES).count()
-        problems += check_collapsibles(page)
+        problems += check_collapsibles(page)  # leaves every fold open: what is inside is checked too
+        problems += [f"at 1280 px: {problem}" for problem in page.evaluate(CUT_OFF_BOXES)]
+        report["figures"] = page.evaluate(FIGURE_SIZES)
+        if notebook is not None:
+            problems += [f"at 1280 px: {problem}"
+                         for problem in check_figure_text(report["figures"], image_metadata(notebook, stem))]
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(100)
+        phone = page.evaluate(PAGE_OVERFLOW)
+        if phone["scrollWidth"] > phone["width"]:
+            problems.append(f"at 390 px the page scrolls sideways ({phone['scrollWidth']} > {phone['width']} px): "
+                            f"{phone['culprits']}")
+        problems += [f"at 390 px: {problem}" for problem in page.evaluate(CUT_OFF_BOXES)]
+        if screenshots:  # last: a full-page screenshot leaves the page laid out without scrollbars
+            screenshots[0].parent.mkdir(parents=True, exist_ok=True)
+            page.evaluate("() => { document.querySelectorAll('.bd-article details').forEach(d => d.open = false);"
+                          " window.scrollTo(0, 0); }")
+            page.screenshot(path=str(screenshots[1]))  # the phone's first screen
+            page.set_viewport_size(DESKTOP)
+            page.screenshot(path=str(screenshots[0]), full_page=True, type="jpeg", quality=80)
         page.wait_for_load_state("networkidle")  # requests started by a click are reported too
     finally:
         context.close()
@@ -284,30 +455,67 @@ def expected_collapsibles(notebook):
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown":
             count += len(re.findall(r"<details[\s>]", source))
-        elif cell["cell_type"] == "code" and book_build.hide_tags(cell.get("metadata", {})):
-            count += 1
+        elif cell["cell_type"] == "code":
+            count += bool(book_build.hide_tags(cell.get("metadata", {}), book_build.is_solution(cell)))
     return count
+
+
+def expected_solution_folds(notebook):
+    """How many outputs each solution cell of a notebook has (one entry per solution)."""
+    return [len(cell.get("outputs", [])) > 0 for cell in notebook["cells"]
+            if cell["cell_type"] == "code" and book_build.is_solution(cell)]
+
+
+def check_search(browser, url, query):
+    """Search the site for ``query``; return ``(problems, texts)``: raw TeX in a snippet or a result's title."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url) else route.abort())
+    try:
+        page.goto(f"{url}search.html?q={query}", wait_until="load", timeout=PAGE_SECONDS * 1000)
+        page.wait_for_function("() => /Search finished|did not match/.test("
+                               "(document.querySelector('#search-results') || document.body).textContent)",
+                               timeout=PAGE_SECONDS * 1000)
+        page.wait_for_load_state("networkidle")
+        page.wait_for_function("() => [...document.querySelectorAll('#search-results li')]"
+                               ".every(li => li.querySelector('p.context') || li.querySelector('span'))",
+                               timeout=PAGE_SECONDS * 1000)
+        snippets = page.locator("#search-results li p.context").all_inner_texts()
+        titles = page.locator("#search-results li > a").all_inner_texts()
+    finally:
+        context.close()
+    problems = [f"raw TeX in a search {kind}: {RAW_TEX.findall(text)[:3]} in {text[:80]!r}"
+                for kind, texts in (("snippet", snippets), ("result title", titles)) for text in texts
+                if RAW_TEX.search(text)]
+    return problems, snippets + titles
 
 
 # ---------------------------------------------------------------- the site as built
 
+def screenshot_paths(name):
+    stem = name.replace("/", "__").replace(".html", "")
+    return [SCREENSHOTS / f"{stem}.jpg", SCREENSHOTS / f"{stem}-phone.png"]
+
+
 @pytest.mark.parametrize("name", PAGES)
-def test_page_in_browser(browser, site, site_url, name):
-    screenshot = SCREENSHOTS / name.replace("/", "__").replace(".html", ".png")
-    problems, report = check_page(browser, site_url + name, screenshot)
+def test_book_page_in_browser(browser, site, site_url, name):
+    notebook = notebook_of(name)
+    problems, report = check_page(browser, site_url + name, screenshot_paths(name), notebook, Path(name).stem)
     assert not problems, f"{name}:\n" + "\n".join(problems)
     if report["math"]:
         assert report["mathjax"] and report["typeset"] >= report["math"], report
-    stem = Path(name).stem
-    for path in NOTEBOOKS:
-        if path.stem == stem:
-            expected = expected_collapsibles(json.loads(path.read_text(encoding="utf-8")))
-            assert report["collapsibles"] == expected, (
-                f"{name}: {report['collapsibles']} collapsed blocks on the page, the notebook has "
-                f"{expected} (hidden cells and <details>)")
+    if notebook is not None:
+        expected = expected_collapsibles(notebook)
+        assert report["collapsibles"] == expected, (
+            f"{name}: {report['collapsibles']} collapsed blocks on the page, the notebook has "
+            f"{expected} (hidden cells and <details>)")
+        with_output = expected_solution_folds(notebook)
+        assert [count > 0 for count in report["solution_folds"]] == with_output, (
+            f"{name}: solution folds holding outputs {report['solution_folds']}, the notebook's solutions "
+            f"print {with_output}")
 
 
-def test_every_page_is_built(site):
+def test_book_every_page_is_built(site):
     for name in PAGES:
         assert (site / name).is_file(), name
     toc = (site / "index.html").read_text(encoding="utf-8")
@@ -317,11 +525,67 @@ def test_every_page_is_built(site):
     assert 'href="references.html"' in toc
 
 
-def test_internal_links_resolve(site):
+def test_book_landing_page_lists_every_notebook_with_a_promise_and_a_reading_time(site):
+    landing = (site / "index.html").read_text(encoding="utf-8")
+    article = landing[landing.index('<article class="bd-article">'):]
+    for name in book_build.LANDING_FIGURES:
+        assert re.search(rf'<img[^>]+src="_images/{re.escape(name)}"', article), f"the landing page lacks {name}"
+    for path in NOTEBOOKS:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        item = re.search(rf'<li><p><strong><a class="reference internal" href="notebooks/{path.stem}.html">'
+                         rf'(.*?)</a></strong> <span class="reading-time">· (\d+) min</span><br />\s*(.+?)</p>',
+                         article, re.DOTALL)
+        assert item, f"the landing page has no line for {path.name}"
+        shown = html.unescape(re.sub(r"<[^>]+>", "", item.group(1))).replace("\u2019", "'")
+        assert shown == book_build.title_of(notebook).replace("\u2019", "'"), shown
+        assert int(item.group(2)) == book_build.reading_minutes(notebook)
+        assert len(item.group(3).split()) >= 6, f"{path.name}: no one-line promise ({item.group(3)!r})"
+    assert "At the end you will be able to" in article
+
+
+def test_book_every_notebook_has_its_own_promise():
+    """A new notebook needs a line in book/build.py's PROMISES (the fallback is only a stopgap)."""
+    assert [path.stem for path in NOTEBOOKS if path.stem not in book_build.PROMISES] == []
+
+
+def test_book_reading_time_counts_prose_and_visible_code():
+    words = " ".join(["word"] * 2000)  # 10 minutes at 200 words a minute
+    code = "\n".join(["x = 1"] * 50 + ["# NBVAL_IGNORE_OUTPUT", ""])  # 50 lines at 6 s: 5 minutes
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": words},
+                          {"cell_type": "code", "metadata": {}, "source": code, "outputs": []},
+                          {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True}},
+                           "source": "\n".join(["y = 2"] * 500), "outputs": []}]}
+    assert book_build.reading_minutes(notebook) == 15
+    notebook["cells"][1]["source"] = "x = 1\n"  # 10 min + 6 s: rounded up to the next 5 minutes
+    assert book_build.reading_minutes(notebook) == 15
+    assert book_build.reading_minutes({"cells": []}) == 5
+
+
+def test_book_references_all_link_to_their_source(site):
+    text = (site / "references.html").read_text(encoding="utf-8")
+    article = text[text.index('<article class="bd-article">'):text.index("</article>")]
+    items = re.findall(r"<li>(.*?)</li>", article, re.DOTALL)
+    assert len(items) >= 15
+    for item in items:
+        assert re.search(r'<a class="reference external" href="https://', item), f"no link in: {item[:120]}"
+    assert re.search(r"arxiv\.org/abs/1706\.03762", article) and re.search(r"doi\.org/10\.", article)
+
+
+def test_book_next_links_show_titles(site):
+    """A notebook's closing "Next: ..." link shows the next notebook's title, not its file name."""
+    for path in NOTEBOOKS:
+        page = (site / "notebooks" / f"{path.stem}.html").read_text(encoding="utf-8")
+        shown = re.findall(r"<a\b[^>]*>\s*(?:<[^>]+>\s*)*(\d\d_\w+\.ipynb)", page)
+        assert not shown, f"{path.name}: links show file names: {shown}"
+        for match in re.finditer(r'<p class="prev-next-title">(.*?)</p>', page):
+            assert ".ipynb" not in match.group(1), match.group(1)
+
+
+def test_book_internal_links_resolve(site):
     assert check_links(site) == []
 
 
-def test_math_is_served_by_the_site(site):
+def test_book_math_is_served_by_the_site(site):
     assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file()
     for name in PAGES:
         text = (site / name).read_text(encoding="utf-8")
@@ -329,8 +593,50 @@ def test_math_is_served_by_the_site(site):
         assert not [url for url in scripts if urlsplit(url).scheme or url.startswith("//")], name
 
 
-def test_explorer_shows_its_first_frame(browser, site, site_url):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def test_book_code_cells_have_copy_buttons_and_outputs_do_not(browser, site_url):
+    """Every code cell has a copy button; what a cell printed has none (code shown by show_source has)."""
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        page.goto(site_url + notebook_named("01_"), wait_until="load")
+        page.wait_for_function("() => document.querySelectorAll('button.copybtn').length > 0")
+        counts = page.evaluate("""() => ({
+            inputs: document.querySelectorAll('.cell_input div.highlight pre').length,
+            input_buttons: document.querySelectorAll('.cell_input button.copybtn').length,
+            output_buttons: document.querySelectorAll('.cell_output .output button.copybtn').length})""")
+    finally:
+        context.close()
+    assert counts["inputs"] > 0 and counts["input_buttons"] == counts["inputs"], counts
+    assert counts["output_buttons"] == 0, counts
+
+
+@pytest.mark.parametrize("query", ["divide", "why divide by"])  # the second also matches a section's title
+def test_book_search_snippets_show_math_as_text(browser, site_url, query):
+    problems, texts = check_search(browser, site_url, query)
+    assert texts, "the search found nothing"
+    assert not problems, problems
+    assert any("√" in text for text in texts), "no snippet or title with math in it was checked"
+
+
+def test_book_tex_to_text_in_search_snippets(browser, site_url):
+    cases = {
+        r"\(\sqrt{d_k}\)": "√d_k",
+        r"\(\operatorname{softmax}\!\left(\frac{Q K^\mathsf{T}}{\sqrt{d_k}}\right) V\)": "softmax ((Q Kᵀ)/(√d_k)) V",
+        r"\[\alpha \le \beta \cdot 2\]": "α ≤ β · 2",
+        r"\(x \in \mathbb{R}^{n}\)": "x ∈ ℝ^n",
+    }
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        page.goto(site_url + "search.html", wait_until="load")
+        got = {tex: page.evaluate("tex => window.mhattnTexToText(tex)", tex) for tex in cases}
+    finally:
+        context.close()
+    assert got == cases
+
+
+def test_book_explorer_shows_its_first_frame(browser, site, site_url):
+    context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url) else route.abort())
     try:
@@ -353,41 +659,83 @@ def test_explorer_shows_its_first_frame(browser, site, site_url):
 
 # ---------------------------------------------------------------- the page transform
 
-def test_for_the_page_collapses_hidden_cells_and_replaces_live_widgets():
-    frame = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}}
+def test_book_for_the_page_collapses_hidden_cells_and_replaces_live_widgets():
+    frame = {"output_type": "display_data", "metadata": {"mhattn": {"caption": "The first <frame>"}},
+             "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}}
     widget = {"output_type": "execute_result", "execution_count": 1, "metadata": {},
               "data": {WIDGET_VIEW: {"model_id": "abc"}, "text/plain": "Explorer(...)"}}
+    printed = {"output_type": "stream", "name": "stdout", "text": "Exercise 1: correct.\n"}
     notebook = {"metadata": {"widgets": {"state": {}}}, "nbformat": 4, "nbformat_minor": 5, "cells": [
         {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True}}, "source": "# Solution\nx = 1",
-         "outputs": [], "execution_count": 1},
+         "outputs": [printed], "execution_count": 1},
         {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True, "outputs_hidden": True}},
          "source": "y", "outputs": [], "execution_count": 2},
+        {"cell_type": "code", "metadata": {"jupyter": {"source_hidden": True}}, "source": "plot()",
+         "outputs": [frame], "execution_count": 3},
         {"cell_type": "code", "metadata": {}, "source": "# NBVAL_IGNORE_OUTPUT\nexplorer()", "outputs": [widget, frame],
-         "execution_count": 3},
+         "execution_count": 4},
         {"cell_type": "markdown", "metadata": {}, "source": "<details><summary>Solution</summary>\n\nx\n</details>"},
+        {"cell_type": "markdown", "metadata": {}, "source": "Next: [02_b.ipynb](02_b.ipynb), [see 03](03_c.ipynb), "
+         "[notebook 02](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/02_b.ipynb) and "
+         "[a fork](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/99_gone.ipynb)."},
+        {"cell_type": "markdown", "metadata": {}, "source": "See [nb02].\n\n[nb02]: 02_b.ipynb\n[x]: a.ipynb\n"},
+        {"cell_type": "markdown", "metadata": {}, "source": "And [nb02].\n\n[nb02]: 02_b.ipynb\n[X]: b.ipynb\n"},
     ]}
-    page = book_build.for_the_page(notebook)
+    page = book_build.for_the_page(notebook, "04_x", ["02_b.ipynb", "03_c.ipynb"])
     assert "widgets" not in page["metadata"] and "widgets" in notebook["metadata"]  # the input is untouched
-    assert page["cells"][0]["metadata"]["tags"] == ["hide-input"]
+    # A solution folds whole, even when only its input is marked hidden.
+    assert page["cells"][0]["metadata"]["tags"] == ["hide-cell"]
     assert page["cells"][0]["metadata"]["mystnb"]["code_prompt_show"] == "Show the solution"
     assert page["cells"][1]["metadata"]["tags"] == ["hide-cell"]
-    assert page["cells"][2]["source"] == "explorer()"
-    outputs = page["cells"][2]["outputs"]
-    assert outputs[0] == frame and len(outputs) == 2
-    assert "first frame" in outputs[1]["data"]["text/markdown"] and "Run it live" in outputs[1]["data"]["text/markdown"]
-    assert page["cells"][3] == notebook["cells"][3]
-    alone = book_build.for_the_page({**notebook, "cells": [{**notebook["cells"][2], "outputs": [widget]}]})
+    assert page["cells"][2]["metadata"]["tags"] == ["hide-input"]  # hidden code that draws: the figure shows
+    assert page["cells"][3]["source"] == "explorer()"
+    outputs = page["cells"][3]["outputs"]
+    assert outputs[0] == frame and len(outputs) == 3
+    caption = outputs[1]["data"]["text/html"]
+    assert caption == ('<p class="figure-caption" id="figure-4-2"><span class="caption-number">Figure 4.2.</span>'
+                       " The first &lt;frame&gt;</p>")
+    assert "Figure 4.1." in page["cells"][2]["outputs"][1]["data"]["text/html"]
+    assert "first frame" in outputs[2]["data"]["text/markdown"] and "Run it live" in outputs[2]["data"]["text/markdown"]
+    assert page["cells"][4] == notebook["cells"][4]
+    assert page["cells"][5]["source"] == ("Next: [](02_b.ipynb), [see 03](03_c.ipynb), [notebook 02](02_b.ipynb) and "
+                                          "[a fork](https://github.com/mhattn/mhattn/blob/HEAD/notebooks/99_gone.ipynb).")
+    # A definition repeated with the same target goes (one document on the page); a clash stays, for Sphinx to report.
+    assert page["cells"][6]["source"] == notebook["cells"][6]["source"]
+    assert page["cells"][7]["source"] == "And [nb02].\n\n[X]: b.ipynb\n"
+    alone = book_build.for_the_page({**notebook, "cells": [{**notebook["cells"][3], "outputs": [widget]}]})
     note = alone["cells"][0]["outputs"][0]["data"]["text/markdown"]
     assert "Run it live" in note and "first frame" not in note  # says nothing of a frame it does not have
-    assert expected_collapsibles(notebook) == 3
+    assert expected_collapsibles(notebook) == 4
+    assert expected_solution_folds(notebook) == [True]
 
+
+def test_book_figure_text_is_measured_as_displayed():
+    """The figure check on hand-made measurements: 12 px text shown at half its width is 6 px."""
+    meta = [{"mhattn": {"min_font_px": 12.0, "dpi": 100.0}}, {"mhattn": {"min_font_px": 12.0, "dpi": 100.0}}, {}]
+    sizes = [{"natural": 700, "displayed": 700.0}, {"natural": 1000, "displayed": 500.0},
+             {"natural": 500, "displayed": 500.0}]
+    problems = check_figure_text(sizes, meta)
+    assert len(problems) == 2
+    assert problems[0].startswith("figure 2: smallest text 6.0 px as displayed")
+    assert problems[1].startswith("figure 3: no recorded text size")
+    assert check_figure_text(sizes[:1], meta[:1]) == []
+    assert check_figure_text(sizes, meta[:2]) == ["the page shows 3 figures, the notebook has 2"]
 
 
 # ---------------------------------------------------------------- a deliberately broken copy
 
+BROKEN_CSS = """
+/* Each rule below brings back one fault the book's checks must catch. */
+.bd-article .cell_output img { max-width: 50% !important; }                /* figures shrunk */
+.bd-article .cell_input pre { overflow-x: hidden !important; }             /* code cut off */
+.bd-article .cell_output pre::-webkit-scrollbar { display: none; }         /* no visible scrollbar */
+.bd-article code.literal span.pre { white-space: nowrap !important; }      /* inline code too long for a phone */
+"""
+
+
 @pytest.fixture(scope="session")
 def broken_site(site, tmp_path_factory):
-    """A copy of the site with one image removed, one broken link and raw / untypeset math."""
+    """A copy of the site with each fault the checks look for put back in, one by one."""
     broken = tmp_path_factory.mktemp("broken") / "book"
     shutil.copytree(site, broken)
     page = broken / "notebooks" / f"{NOTEBOOKS[0].stem}.html"
@@ -402,31 +750,89 @@ def broken_site(site, tmp_path_factory):
     # and a math element that MathJax finds nothing to typeset in.
     text = text.replace("<h1>", '<p>raw: $x^2$, <span class="mathjax_ignore">\\(y_1\\)</span> and '
                                 '<span class="math">z_2</span></p><h1>', 1)
+    text = text.replace("</body>", '<script>console.error("broken on purpose")</script></body>', 1)
     references.write_text(text, encoding="utf-8")
+    # A solution folded as its input alone: its printed line sits under the closed fold.
+    solutions = broken / notebook_named("01_")
+    text = solutions.read_text(encoding="utf-8")
+    fold = re.search(r'(<div class="cell tag_hide-cell[^"]*">\s*<details[^>]*>.*?)'
+                     r'(<div class="cell_output.*?</div>\s*</div>\s*)(</details>)', text, re.DOTALL)
+    solutions.write_text(text[:fold.start()] + fold.group(1) + fold.group(3) + fold.group(2) + text[fold.end():],
+                         encoding="utf-8")
+    with (broken / "_static" / "book.css").open("a", encoding="utf-8") as css:
+        css.write(BROKEN_CSS)
+    search = broken / "search.html"
+    text = search.read_text(encoding="utf-8")
+    search.write_text(re.sub(r'<script src="_static/search-snippets\.js[^"]*"></script>', "", text), encoding="utf-8")
     return {"folder": broken, "image": image}
 
 
-def test_checkers_report_a_broken_link(broken_site):
+@pytest.fixture(scope="module")
+def broken_reports(browser, broken_site):
+    """The problems check_page reports on the broken copy's pages (each page opened once, shared)."""
+    names = ["references.html", notebook_named("01_"), notebook_named("02_")]
+    with serve(broken_site["folder"]) as url:
+        return {name: check_page(browser, url + name, notebook=notebook_of(name), stem=Path(name).stem)[0]
+                for name in names}
+
+
+def test_book_checkers_report_a_broken_link(broken_site):
     problems = check_links(broken_site["folder"])
     assert problems == ["index.html: referencs.html (no such file)",
                         f"notebooks/{NOTEBOOKS[0].stem}.html: {broken_site['image']} (no such file)"]
 
 
-def test_checkers_report_a_missing_image(browser, broken_site):
-    with serve(broken_site["folder"]) as url:
-        problems, _ = check_page(browser, url + f"notebooks/{NOTEBOOKS[0].stem}.html")
+def test_book_checkers_report_a_missing_image(broken_reports, broken_site):
+    problems = broken_reports[notebook_named("01_")]
     assert f"image did not load: {broken_site['image']}" in problems
     assert any(problem.startswith("HTTP 404") and broken_site["image"].lstrip("./") in problem for problem in problems)
 
 
-def test_checkers_report_raw_and_untypeset_math(browser, broken_site):
-    with serve(broken_site["folder"]) as url:
-        problems, _ = check_page(browser, url + "references.html")
+def test_book_checkers_report_raw_and_untypeset_math(broken_reports):
+    problems = broken_reports["references.html"]
     assert "math not typeset (1): ['z_2']" in problems, problems
     assert "raw TeX in the text (2): ['$x^2$', '\\\\(y_1\\\\)']" in problems, problems
 
 
-def test_checkers_report_external_requests(browser, tmp_path):
+def test_book_checkers_report_a_console_error(broken_reports):
+    assert "console error: broken on purpose" in broken_reports["references.html"]
+
+
+def test_book_checkers_report_a_solution_output_outside_its_fold(broken_reports):
+    problems = broken_reports[notebook_named("01_")]
+    assert [p for p in problems if p.startswith("solution 1: output 0 is outside its fold")], problems
+    assert not [p for p in problems if p.startswith("solution 2:")], problems  # the others are folded whole
+
+
+def test_book_checkers_report_figure_text_too_small(broken_reports):
+    problems = broken_reports[notebook_named("02_")]
+    too_small = re.compile(r"at 1280 px: figure \d+: smallest text .* px as displayed \(< 9\)")
+    assert [p for p in problems if too_small.match(p)], problems
+
+
+def test_book_checkers_report_code_cut_off_without_a_scrollbar(broken_reports):
+    problems = broken_reports[notebook_named("02_")]
+    assert [p for p in problems if p.startswith("at 1280 px: cut off (overflow-x: hidden): pre")], problems
+
+
+def test_book_checkers_report_a_hidden_scrollbar(broken_reports):
+    problems = broken_reports[notebook_named("02_")]
+    assert [p for p in problems if p.startswith("at 390 px: cut off with no visible scrollbar (0px): pre")], problems
+
+
+def test_book_checkers_report_a_page_wider_than_a_phone(broken_reports):
+    problems = broken_reports[notebook_named("02_")]
+    assert [p for p in problems if p.startswith("at 390 px the page scrolls sideways")], problems
+
+
+def test_book_checkers_report_raw_tex_in_search_snippets(browser, broken_site):
+    with serve(broken_site["folder"]) as url:
+        problems, texts = check_search(browser, url, "why divide by")
+    assert [p for p in problems if p.startswith("raw TeX in a search snippet")], (problems, texts)
+    assert [p for p in problems if p.startswith("raw TeX in a search result title")], (problems, texts)
+
+
+def test_book_checkers_report_external_requests(browser, tmp_path):
     page = tmp_path / "external.html"
     page.write_text('<html><body><img src="https://example.org/x.png"></body></html>', encoding="utf-8")
     with serve(tmp_path) as url:

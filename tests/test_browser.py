@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from mhattn.explorer.draw import DPI, FIGSIZE
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "explore.ipynb"
 CHROMIUM = "/usr/bin/chromium"
@@ -103,7 +105,7 @@ def voila_url(requirements, tmp_path_factory):
 
 
 @pytest.fixture
-def page(voila_url):
+def page(voila_url, request):
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
     from playwright.sync_api import sync_playwright
 
@@ -111,7 +113,8 @@ def page(voila_url):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1200})
+            width = getattr(request, "param", 1280)  # a test can ask for a phone's width
+            page = browser.new_page(viewport={"width": width, "height": 1200})
             # Voila asks a CDN for fonts: answer locally instead (an abort would log an error).
             page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(voila_url)
                        else route.fulfill(status=204, body=""))
@@ -150,10 +153,11 @@ def wait_for_new_picture(page, old_src):
 
 
 def picture_is_drawn(page):
-    """The <img> holds a decoded picture of the figure's size (960 x 456), not a broken image."""
+    """The <img> holds a decoded picture of the figure's size (750 x 410), not a broken image."""
+    width, height = (round(side * DPI) for side in FIGSIZE)
     return page.evaluate(f"""() => {{
         const img = document.querySelector('{PICTURE}');
-        return img.complete && img.naturalWidth === 960 && img.naturalHeight === 456;
+        return img.complete && img.naturalWidth === {width} && img.naturalHeight === {height};
     }}""")
 
 
@@ -253,7 +257,7 @@ def test_trained_weights_and_typed_tokens_in_a_real_browser(page):
     box.fill("q w e r q w e r")
     box.press("Enter")
     src = wait_for_new_picture(page, src)
-    assert "8 tokens: q w e r q w e r" in readout(page) and "induction score per head" in readout(page)
+    assert "8 tokens: q w e r q w e r" in readout(page) and "prefix-matching score per head" in readout(page)
     assert picture_is_drawn(page)
 
     page.get_by_role("button", name="layer 0").click()
@@ -266,4 +270,26 @@ def test_trained_weights_and_typed_tokens_in_a_real_browser(page):
     page.wait_for_function("() => document.querySelector('.widget-html code').innerText.includes('still showing')",
                            timeout=20000)
     assert "8 tokens: q w e r q w e r" in readout(page)
+    assert_clean_console(page)
+
+
+@pytest.mark.parametrize("page", [390], indirect=True)
+def test_seq_len_and_num_heads_work_on_a_phone(page):
+    """At 390 px the rows of controls wrap: the slider and the dropdown are whole on screen and act."""
+    slider = page.locator(".widget-slider", has_text="seq_len")
+    heads = page.locator(".widget-dropdown", has_text="num_heads").locator("select")
+    for control in (slider.locator(".noUi-handle"), slider.locator(".widget-readout"), heads):
+        box = control.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    src = picture_src(page)
+    handle = slider.locator(".noUi-handle")
+    handle.focus()
+    handle.press("ArrowRight")
+    src = wait_for_new_picture(page, src)
+    assert "seq_len=9 · num_heads=4" in readout(page)
+    heads.select_option(label="2")
+    wait_for_new_picture(page, src)
+    assert "seq_len=9 · num_heads=2" in readout(page)
+    assert page.locator(PICTURE).bounding_box()["width"] <= 390
+    screenshot(page, "6_phone")
     assert_clean_console(page)

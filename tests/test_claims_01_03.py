@@ -269,3 +269,21 @@ def test_every_notebook_ends_with_references(name):
     assert "Vaswani" in references and "arXiv:1706.03762" in references
     for anchor in ("d2l.ai", "LLMs-from-scratch", "annotated-transformer", "transformer-explainer"):
         assert anchor in references, f"{name}: the read-next anchors should include {anchor}"
+
+
+def test_03_reshape_bug_cuts_q_across_head_0_gets_tokens_0_and_1_and_a_row_is_half_a_token():
+    """The picture of the bug: 4 tokens of width 8, 2 heads, reshaped without the transpose."""
+    seq_len, d_model, num_heads = 4, 8, 2
+    token_of = np.broadcast_to(np.arange(seq_len)[None, :, None], (1, seq_len, d_model))
+    column_of = np.broadcast_to(np.arange(d_model)[None, None, :], (1, seq_len, d_model))
+    d_k = d_model // num_heads
+    buggy = [array.reshape(1, num_heads, seq_len, d_k) for array in (token_of, column_of)]  # no transpose
+    # memory order: head h holds Q's rows 2h and 2h + 1, a cut across Q after token 1
+    assert [sorted(set(buggy[0][0, h].ravel().tolist())) for h in range(num_heads)] == [[0, 1], [2, 3]]
+    for h in range(num_heads):
+        for row in range(seq_len):
+            assert len(set(buggy[0][0, h, row].tolist())) == 1, "a row holds entries of one token"
+            assert buggy[1][0, h, row].tolist() in ([0, 1, 2, 3], [4, 5, 6, 7]), "half of that token's columns"
+    right = [mhattn.split_heads(array, num_heads) for array in (token_of, column_of)]
+    assert all(sorted(set(right[0][0, h].ravel().tolist())) == [0, 1, 2, 3] for h in range(num_heads))
+    assert [right[1][0, h, 0].tolist() for h in range(num_heads)] == [[0, 1, 2, 3], [4, 5, 6, 7]], "a cut down Q"

@@ -16,15 +16,11 @@ from mhattn.model import (
     InductionModel,
     accuracy,
     decode_tokens,
-    duplicate_token_scores,
+    determined_positions,
     encode_letters,
     induction_batch,
-    induction_scores,
     load_trained,
-    measure,
-    previous_token_scores,
     repeated_positions,
-    targets,
 )
 
 
@@ -34,8 +30,9 @@ def trained():
 
 
 @pytest.fixture(scope="module")
-def result(trained):
-    return measure(trained, num_sequences=512, seed=2024)
+def batch():
+    """512 fresh sequences, from a seed the training never saw."""
+    return induction_batch(np.random.default_rng(2024), 512)
 
 
 # --- the checkpoint file ---------------------------------------------------------------------
@@ -98,40 +95,23 @@ def test_save_and_load_round_trip(tmp_path):
     assert np.array_equal(again.history["loss"], model.history["loss"])
 
 
-# --- the issue's targets, on the shipped checkpoint --------------------------------------------------
+# --- the shipped checkpoint at work (the heads' scores: tests/test_circuits.py) ---------------------
 
 
-def test_accuracy_on_the_repeated_half_is_at_least_0_9(result):
-    assert result["accuracy"] >= 0.9
+def test_accuracy_on_the_repeated_half_is_at_least_0_9(trained, batch):
+    tokens, n = batch
+    assert accuracy(trained.forward(tokens)[0], tokens, n) >= 0.9
 
 
-def test_a_layer0_head_attends_to_the_previous_token(result):
-    assert result["previous_token"][0].max() >= 0.6
+def test_zeroing_layer0_costs_at_least_0_4(trained, batch):
+    tokens, n = batch
+    full = accuracy(trained.forward(tokens)[0], tokens, n)
+    assert full - accuracy(trained.forward(tokens, ablate=[(0, None)])[0], tokens, n) >= 0.4
 
 
-def test_zeroing_layer0_costs_at_least_0_4(result):
-    assert result["accuracy"] - result["accuracy_without_layer0"] >= 0.4
-
-
-def test_a_layer1_head_attends_to_the_token_after_the_earlier_occurrence(result):
-    assert result["induction"][1].max() >= 0.5
-
-
-def test_zeroing_the_induction_heads_costs_at_least_0_4_but_one_head_alone_little(result):
-    assert result["induction_heads"], "no layer-1 head reaches an induction score of 0.3"
-    assert result["accuracy"] - result["accuracy_without_induction_heads"] >= 0.4
-    if len(result["induction_heads"]) > 1:  # the job is shared: any one of them can be spared
-        costs = [result["accuracy"] - result["accuracy_without_head"][h] for h in result["induction_heads"]]
-        assert max(costs) < 0.2
-
-
-def test_targets_summary_passes(result):
-    assert all(targets(result).values()), targets(result)
-
-
-def test_one_layer_trained_the_same_way_stays_far_below():
-    one = measure(load_trained(1), num_sequences=512, seed=2024)
-    assert one["accuracy"] < 0.7
+def test_one_layer_trained_the_same_way_stays_far_below(batch):
+    tokens, n = batch
+    assert accuracy(load_trained(1).forward(tokens)[0], tokens, n) < 0.7
 
 
 def test_without_positions_the_induction_circuit_breaks(trained):
@@ -141,8 +121,8 @@ def test_without_positions_the_induction_circuit_breaks(trained):
     assert accuracy(logits, tokens, n) < 0.5
 
 
-def test_typed_letters_light_up_the_induction_head(trained, result):
-    """The explorer's example: on the repeat of "a b c d x", the induction heads look right after the earlier copy.
+def test_typed_letters_light_up_the_induction_head(trained):
+    """The explorer's example: on the repeat of "a b c d x", a layer-1 head looks right after the earlier copy.
 
     The repeat starts at position 0, as in training (the model learned that the first copy
     sits at the start; notebook 09 shows a later repeat failing).
@@ -151,47 +131,29 @@ def test_typed_letters_light_up_the_induction_head(trained, result):
     logits, weights = trained.forward(tokens)
     assert decode_tokens(logits.argmax(-1)[5:]) == "b c d"  # the second a, b, c predict what followed them
     on_target = weights[1][:, [5, 6, 7], [1, 2, 3]]  # (num_heads, 3): the second a, b, c -> keys 1, 2, 3
-    assert on_target[result["induction_heads"]].mean(axis=1).max() > 0.5
-
-
-# --- the scores, against loops -----------------------------------------------------------------------
-
-
-def test_scores_equal_their_definitions_written_as_loops():
-    rng = np.random.default_rng(6)
-    batch, heads, seq = 3, 2, 12
-    weights = softmax(rng.standard_normal((batch, heads, seq, seq)))
-    n = np.array([3, 4, 6])
-    prev = np.zeros(heads)
-    ind = np.zeros(heads)
-    dup = np.zeros(heads)
-    for h in range(heads):
-        prev[h] = np.mean([weights[b, h, t, t - 1] for b in range(batch) for t in range(1, n[b])])
-        ind[h] = np.mean([weights[b, h, t, t - n[b] + 1] for b in range(batch) for t in range(n[b], 2 * n[b] - 1)])
-        dup[h] = np.mean([weights[b, h, t, t - n[b]] for b in range(batch) for t in range(n[b], 2 * n[b])])
-    np.testing.assert_allclose(previous_token_scores(weights, n), prev, rtol=1e-14)
-    np.testing.assert_allclose(induction_scores(weights, n), ind, rtol=1e-14)
-    np.testing.assert_allclose(duplicate_token_scores(weights, n), dup, rtol=1e-14)
+    assert on_target.mean(axis=1).max() > 0.5
 
 
 def test_induction_batch_repeats_the_first_n_tokens():
     tokens, n = induction_batch(np.random.default_rng(7), 200, vocab=32, max_len=32)
     assert tokens.shape == (200, 32) and tokens.min() >= 0 and tokens.max() < 32
-    assert n.min() == 8 and n.max() == 16  # both ends of [max_len // 4, max_len // 2] occur in 200 draws
+    assert n.min() == 4 and n.max() == 16  # both ends of [max_len // 8, max_len // 2] occur in 200 draws
     for b in range(200):
         assert np.array_equal(tokens[b, n[b] : 2 * n[b]], tokens[b, : n[b]])
     scored = repeated_positions(n)
     assert np.array_equal(scored.sum(axis=1), n - 1)
 
 
-def test_accuracy_counts_only_the_repeated_half():
+def test_accuracy_counts_only_the_determined_positions():
+    """Positions of the second copy whose next token the sequence determines (tests/test_induction_model.py)."""
     tokens, n = induction_batch(np.random.default_rng(8), 4)
     logits = np.zeros(tokens.shape + (32,))
     logits[np.arange(4)[:, None], np.arange(31), tokens[:, 1:]] = 1.0  # perfect everywhere
     assert accuracy(logits, tokens, n) == 1.0
-    logits[repeated_positions(n)] = 0.0
+    scored = determined_positions(tokens, n)
+    logits[scored] = 0.0
     logits[..., 31] = 0.5  # wrong on the scored positions (unless the token is 31)
-    wrong = tokens[:, 1:][repeated_positions(n)[:, :-1]] != 31
+    wrong = tokens[:, 1:][scored[:, :-1]] != 31
     assert accuracy(logits, tokens, n) == pytest.approx(1 - wrong.mean())
 
 

@@ -28,6 +28,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 import mhattn
+from mhattn.figures import SAVE_VARIABLE, save_figure
+from mhattn.positions import apply_rope_interleaved
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -386,9 +388,15 @@ def run_notebook(tmp_path_factory):
             scratch = tmp_path_factory.mktemp(name) / "notebooks"
             scratch.mkdir()
             namespace = {"__name__": "__notebook__", "__builtins__": builtins, "display": lambda *a: None}
-            with working_directory(scratch), contextlib.redirect_stdout(None):
-                exec(compile(notebook_code(jupytext.read(NOTEBOOKS / f"{name}.py")), name, "exec"), namespace)
+            saving = os.environ.pop(SAVE_VARIABLE, None)  # a plain run, as a reader's or nbval's
+            try:
+                with working_directory(scratch), contextlib.redirect_stdout(None):
+                    exec(compile(notebook_code(jupytext.read(NOTEBOOKS / f"{name}.py")), name, "exec"), namespace)
+            finally:
+                if saving is not None:
+                    os.environ[SAVE_VARIABLE] = saving
             plt.close("all")
+            namespace["__scratch__"] = scratch
             cache[name] = namespace
         return cache[name]
 
@@ -501,6 +509,18 @@ def softmax_solution(x, axis=-1, subtract="slice", keep_dtype=True, fixed_axis=F
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def softmax_without_keepdims(x, axis=-1):
+    """Exercise 01-2 with the maximum and the sum reduced without keepdims: NumPy cannot broadcast them."""
+    x = np.asarray(x)
+    e = np.exp(x - np.expand_dims(x.max(axis=axis), axis))
+    return e / e.sum(axis=axis)
+
+
+def attention_with_K_T(Q, K, V, mask=None):
+    """Exercise 02-2 with ``K.T``, which reverses every axis of a batched K: the product cannot be formed."""
+    return attention_solution(Q, np.swapaxes(K.T, -1, -2), V, mask)  # scores = Q @ K.T
+
+
 def softmax_from_scipy(x, axis=-1):
     """Exercise 01-1 answered with SciPy: a right answer that calls a function named softmax."""
     from scipy import special
@@ -582,6 +602,7 @@ EXERCISES_01_03 = [
                 lambda x, axis=-1: softmax_solution(x, axis, subtract="all"),  # whole slices underflow
                 lambda x, axis=-1: softmax_solution(x, axis, fixed_axis=True),  # ignores axis
                 lambda x, axis=-1: softmax_solution(x, axis, keep_dtype=False),  # float32 -> float64
+                softmax_without_keepdims,  # crashes inside the check: must become a hint
             ],
         ),
     ),
@@ -623,6 +644,7 @@ EXERCISES_01_03 = [
                 lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, fill=-1e9),  # empty row -> uniform
                 lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, axis=-2),  # wrong axis
                 lambda Q, K, V, mask=None: attention_solution(Q, K, V, mask, invert=True),  # torch polarity
+                attention_with_K_T,  # crashes on batched inputs: must become a hint
             ],
         ),
     ),
@@ -674,6 +696,7 @@ EXERCISES_01_03 = [
             [
                 lambda qkv, h: split_qkv_solution(qkv, h, order=(3, 0, 2, 1, 4), three_first=False),  # heads before 3
                 lambda qkv, h: split_qkv_solution(qkv, h, order=(2, 0, 1, 3, 4)),  # seq_len before heads
+                lambda qkv, h: split_qkv_solution(qkv, h, order=(2, 0, 3, 1)),  # crashes: four axes named
             ],
         ),
     ),
@@ -833,11 +856,89 @@ EXERCISES = EXERCISES_01_03 + [
         lambda ns: (ns["tiles_prediction"], ns["solution_tiles"], [(64, 8), (36, 0), (28, 8)]),
     ),
     (
+        "07_why_several_heads",
+        "check_exercise_1",
+        lambda ns: (
+            ns["parameter_count"],
+            ns["solution_parameter_count"],
+            [
+                lambda v, s, d, h: 4 * d * d,  # the attention layer alone
+                lambda v, s, d, h: v * d + s * d + 4 * d * d + d * v,  # one readout forgotten
+                lambda v, s, d, h: v * d + 4 * d * d + 2 * d * v,  # positions forgotten
+                lambda v, s, d, h: v * d + s * d + 3 * d * d + (d // h) ** 2 * h + 2 * d * v,  # W_o per head
+            ],
+        ),
+    ),
+    (
+        "07_why_several_heads",
+        "check_exercise_2",
+        lambda ns: (
+            ns["silenced_logits"],
+            ns["solution_silenced_logits"],
+            [
+                lambda m, t, h: ns["solution_silenced_logits"](m, t, (h + 1) % m.num_heads),  # the wrong head
+                lambda m, t, h: m(t)[0],  # nothing silenced
+            ],
+        ),
+    ),
+    (
+        "07_why_several_heads",
+        "check_exercise_3",
+        lambda ns: (
+            ns["copied_row_accuracy"],
+            ns["solution_copied_row_accuracy"],
+            [np.array([1.0, 1.0]), np.array([0.53, 0.53]), np.array([0.06, 1.0])],
+        ),
+    ),
+    (
+        "08_positions",
+        "check_exercise_1",
+        lambda ns: (
+            ns["offset_matrix"],
+            ns["solution_offset_matrix"],
+            [
+                lambda k, d: ns["solution_offset_matrix"](k, d).T,  # the inverse turn
+                lambda k, d: np.eye(d),  # no turn at all
+                lambda k, d: ns["solution_offset_matrix"](k + 1, d),  # off by one position
+            ],
+        ),
+    ),
+    (
+        "08_positions",
+        "check_exercise_2",
+        lambda ns: (
+            ns["rope_complex"],
+            ns["solution_rope_complex"],
+            [
+                lambda x, p: ns["solution_rope_complex"](x, -p),  # turned backwards
+                lambda x, p: apply_rope_interleaved(x, p),  # the other pairing
+                lambda x, p: ns["solution_rope_complex"](x, p)[..., ::-1],  # columns reversed
+            ],
+        ),
+    ),
+    (
+        "08_positions",
+        "check_exercise_3",
+        lambda ns: (ns["changed_positions"], {2, 3, 4, 5}, [{2, 5}, {2, 3, 4, 5, 6, 7}, set()]),
+    ),
+    (
         "09_learning_to_attend",
         "check_exercise_1",
-        lambda ns: (ns["my_softmax_vjp"], ns["solution_softmax_vjp"], [lambda weights, d_weights: weights * d_weights]),
+        lambda ns: (
+            ns["my_softmax_vjp"],
+            ns["solution_softmax_vjp"],
+            [
+                lambda weights, d_weights: weights * d_weights,  # forgot the weighted mean
+                lambda weights, d_weights: weights @ d_weights,  # crashes: must give a hint, not a traceback
+                lambda weights, d_weights: d_weights - (weights * d_weights).sum(-1, keepdims=True),  # forgot p_j
+            ],
+        ),
     ),
-    ("09_learning_to_attend", "check_exercise_2", lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}])),
+    (
+        "09_learning_to_attend",
+        "check_exercise_2",
+        lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}, "dQ", {"dQ", "dK", "dX"}]),
+    ),
     (
         "09_learning_to_attend",
         "check_exercise_3",
@@ -887,3 +988,161 @@ def test_every_chapter_notebook_ends_with_references(name):
     assert any("## References" in source for source in markdown[-3:]), f"{name}: no References section at its end"
     text = "\n".join(markdown)
     assert "Vaswani" in text[text.index("## References") :], f"{name}: its references should include Vaswani et al."
+
+
+# Figures: saved only by notebooks/refresh.sh, never by a plain run --------------------------------
+
+
+def savefig_calls(source):
+    """Line numbers of every ``something.savefig(...)`` call in a Python source."""
+    tree = ast.parse(source)
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "savefig"
+    ]
+
+
+def test_savefig_finder_sees_a_direct_call_and_not_save_figure():
+    assert savefig_calls("fig.savefig('a.png')\nsave_figure(fig, 'b.png')\nax.figure.savefig(p)") == [1, 3]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_saves_figures_only_through_save_figure(name):
+    code = notebook_code(jupytext.read(NOTEBOOKS / f"{name}.py"))
+    lines = savefig_calls(code)
+    assert not lines, (
+        f"{name} calls savefig directly (lines {lines} of its code cells): use "
+        "mhattn.figures.save_figure(fig, FIGURES / NAME), which writes only when refresh.sh runs it"
+    )
+
+
+def test_save_figure_writes_only_when_the_refresh_variable_is_set(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, _ = plt.subplots(figsize=(2, 2))
+    path = tmp_path / "figure.png"
+    for value in (None, "0", "yes", ""):  # unset, and anything but "1"
+        if value is None:
+            monkeypatch.delenv(SAVE_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(SAVE_VARIABLE, value)
+        assert save_figure(fig, path) is False and not path.exists(), value
+    monkeypatch.setenv(SAVE_VARIABLE, "1")
+    assert save_figure(fig, path) is True and path.read_bytes().startswith(b"\x89PNG")
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("name", [name for name in NAMES if name[:2].isdigit()])
+def test_a_plain_run_of_the_notebook_writes_no_figure(run_notebook, name):
+    scratch = run_notebook(name)["__scratch__"]  # notebooks/ in a scratch folder
+    assert not (scratch.parent / "figures").exists(), f"{name} wrote into figures/ without {SAVE_VARIABLE}=1"
+    assert sorted(path.name for path in scratch.iterdir()) == [], f"{name} wrote files beside itself"
+
+
+def test_refresh_saves_figures_and_records_the_smallest_text_of_each_image(tiny_repo):
+    notebooks = tiny_repo / "notebooks"
+    code = "\n".join(
+        [
+            "%matplotlib inline",
+            "import os",
+            "import matplotlib.pyplot as plt",
+            "print(os.environ.get('MHATTN_SAVE_FIGURES'))",
+            "fig, ax = plt.subplots(figsize=(3, 2), dpi=100)",
+            "ax.set_title('nine points', fontsize=9)",
+            "ax.text(0.5, 0.5, 'hidden', fontsize=4, visible=False)",  # not drawn: not counted
+            "ax.text(0.2, 0.2, ' ', fontsize=3)",  # nothing to read: not counted
+            "ax.tick_params(labelsize=12)",
+            "plt.show()",
+        ]
+    )
+    jupytext.write(tiny_notebook(code), notebooks / "01_tiny.py", fmt="py:percent")
+    result = run_refresh(tiny_repo)
+    assert result.returncode == 0, result.stderr
+    nb = nbformat.read(notebooks / "01_tiny.ipynb", as_version=4)
+    assert pair_differences(notebooks, "01_tiny") == [], "the setup cell must not stay in the .ipynb"
+    assert execution_problems(nb) == [] and nb.cells[1].execution_count == 1
+    outputs = nb.cells[1].outputs
+    assert outputs[0].text == "1\n", "refresh.sh runs the kernel with MHATTN_SAVE_FIGURES=1"
+    images = [output for output in outputs if "image/png" in output.get("data", {})]
+    assert len(images) == 1
+    assert images[0].metadata["mhattn"] == {"min_font_px": round(9 * 100 / 72, 2), "dpi": 100.0}
+    assert "mhattn" not in images[0].metadata.get("image/png", {})
+
+
+# Exercise solutions: folded whole, and printing no answer ---------------------------------------
+
+
+def solution_cells(nb):
+    """(exercise number, cell) of each solution: the code cell right after check_exercise_N's."""
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    found = []
+    for index, cell in enumerate(code):
+        match = re.match(r"def check_exercise_(\d+)\(", cell.source)
+        if match and index + 1 < len(code):
+            found.append((int(match.group(1)), code[index + 1]))
+    return found
+
+
+CHAPTER = [name for name in NAMES if name[:2].isdigit()]
+
+
+@pytest.mark.parametrize("name", CHAPTER)
+def test_every_solution_folds_its_code_and_its_output_in_both_halves(name):
+    for half in (jupytext.read(NOTEBOOKS / f"{name}.py"), read_ipynb(name)):
+        solutions = solution_cells(half)
+        assert solutions, f"{name}: no exercise solutions found"
+        for number, cell in solutions:
+            folded = cell.metadata.get("jupyter", {})
+            assert folded.get("source_hidden") is True and folded.get("outputs_hidden") is True, (
+                f'{name}, exercise {number}: the solution cell needs jupyter={{"source_hidden": true, '
+                f'"outputs_hidden": true}} (got {folded})'
+            )
+
+
+@pytest.mark.parametrize("name", CHAPTER)
+def test_a_solution_prints_only_that_it_passed(name):
+    for number, cell in solution_cells(read_ipynb(name)):
+        printed = "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
+        assert printed == f"Exercise {number}: correct.\n", (
+            f"{name}, exercise {number}: the solution prints {printed!r}; print only the check's verdict, "
+            "the answer belongs in the folded code's comments"
+        )
+
+
+# Notebook sources fit a narrow column --------------------------------------------------------------
+
+NOTEBOOK_LINE_LENGTH = 88
+
+
+def long_lines(text, limit=NOTEBOOK_LINE_LENGTH):
+    """(line number, length) of lines over ``limit`` characters, as ruff's E501 counts them.
+
+    A comment line holding a single word after its ``#`` (a long URL, say) cannot be
+    wrapped, and is allowed, as ruff allows it.
+    """
+    found = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if len(line) <= limit:
+            continue
+        words = line.split()
+        if words[0] == "#" and len(words) == 2:
+            continue
+        found.append((number, len(line)))
+    return found
+
+
+def test_long_line_finder_counts_characters_and_spares_lone_urls():
+    text = "x = 1\n" + "y" * 89 + "\n# " + "é" * 86 + "\n# [a](" + "u" * 100 + ")\n# two " + "w" * 90
+    assert long_lines(text) == [(2, 89), (5, 96)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebook_source_lines_fit_88_characters(name):
+    found = long_lines((NOTEBOOKS / f"{name}.py").read_text(encoding="utf-8"))
+    assert not found, f"notebooks/{name}.py has lines over {NOTEBOOK_LINE_LENGTH} characters: " + ", ".join(
+        f"line {number} ({length})" for number, length in found
+    )

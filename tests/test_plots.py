@@ -81,10 +81,15 @@ def test_plot_heads_writes_each_weight_in_its_cell():
     assert not any(ax.texts for ax in heatmaps(plot_heads(weights, annotate=False)))
 
 
-def test_plot_heads_has_an_explicit_size_that_grows_with_the_head_count():
-    two = plot_heads(random_weights(num_heads=2)).get_size_inches()
-    four = plot_heads(random_weights(num_heads=4)).get_size_inches()
-    assert four[0] > two[0] and four[1] == two[1]
+def test_plot_heads_fits_a_book_column_and_grows_downwards_with_the_head_count():
+    sizes = {n: plot_heads(random_weights(num_heads=n)).get_size_inches() for n in (1, 2, 3, 4, 6, 8)}
+    assert all(width <= 7.5 for width, _ in sizes.values()), "at most a 750 px column at 100 dpi"
+    assert sizes[4][1] > sizes[2][1] and sizes[8][1] > sizes[6][1] > sizes[3][1]
+    fig = plot_heads(random_weights(num_heads=3))
+    panels = heatmaps(fig)
+    assert len(panels) == 3 and len({round(ax.get_position().y0, 3) for ax in panels}) == 1, "one row of 3"
+    four = heatmaps(plot_heads(random_weights(num_heads=4)))
+    assert len({round(ax.get_position().y0, 3) for ax in four}) == 2, "two rows of two"
     np.testing.assert_array_equal(plot_heads(random_weights(), figsize=(9, 3)).get_size_inches(), [9, 3])
 
 

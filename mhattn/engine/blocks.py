@@ -21,11 +21,14 @@ Two things follow.
 
 **Threads.** The loop over blocks runs on the caller's thread, one block after another. The
 matrix products inside each block are multi-threaded by NumPy's BLAS (OpenBLAS), which
-releases the GIL and uses every core; the elementwise passes (``exp``, ``max``) run on one
-core. Why no thread pool of our own, one block per thread? It was measured: with BLAS
-threads left on, our threads and BLAS's fight for the cores (2-4x slower); limiting BLAS
-to one thread needs process-wide state that other threads can change under us. A plain
-loop is fork-safe, as fast from any thread, leaves nothing behind and changes nothing.
+releases the GIL and uses every core; ``exp`` alone would run on one core, so for large
+calls, when BLAS itself has two or more threads, half of each block's rows go through
+``exp`` on a helper thread that lives for the call (:mod:`mhattn.engine._split`): the same
+numbers, no pool, nothing left behind. Why no pool of our own, one block per thread? It
+was measured: with BLAS threads left on, our threads and BLAS's fight for the cores (2-4x
+slower); limiting BLAS to one thread needs process-wide state that other threads can
+change under us. The loop is fork-safe, gives the same bits from any thread, and changes
+nothing outside the call.
 
 When a head's scores are fewer than a block holds (short sequences), a block is several
 whole heads instead, so that each step is one batched call rather than many tiny ones.
@@ -37,6 +40,7 @@ import numpy as np
 
 from .. import _checks
 from ..multihead import MultiHeadAttention
+from ._split import Split, helper_wanted
 
 # Scores per block: 2**18 float32 scores are 1 MiB, a core's L2 cache here. Measured (float32,
 # no weights, 1 / 2 BLAS threads) at (batch, heads, seq_len, d_k) = (1, 4, 4096, 64): 2**15 scores
@@ -110,12 +114,13 @@ def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=Tru
 
     heads, rows = _block_shape(lead[-1], seq_q, seq_k, block_size)
     scratch = _Scratch(heads, rows, seq_k, d_k, dtype, need_weights, mask is not None)
-    key_norm = np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0))  # (...): longest key
-    for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
-        for head in range(0, lead[-1], heads):
-            for start in range(0, seq_q, rows):
-                block = (outer, slice(head, head + heads), slice(start, start + rows))
-                _attend_block(Q, K, V, mask, block, key_norm, scratch, output, weights)
+    norms = _key_norms(K), _log_max_abs(V)  # (...) each: the longest key, log max|V| per head
+    with Split(start=helper_wanted(math.prod(lead) * seq_q * seq_k)) as scratch.split:  # exp on two cores, maybe
+        for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
+            for head in range(0, lead[-1], heads):
+                for start in range(0, seq_q, rows):
+                    block = (outer, slice(head, head + heads), slice(start, start + rows))
+                    _attend_block(Q, K, V, mask, block, norms, scratch, output, weights)
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], None if weights is None else weights[0]
     return output, weights
@@ -136,6 +141,18 @@ def same_leading_axes(Q, K, V, mask, dtype):
     V = np.broadcast_to(V.astype(dtype, copy=False), lead + (seq_k, d_v))
     mask = None if mask is None else np.broadcast_to(mask, lead + (seq_q, seq_k))
     return leading, (Q, K, V, mask)
+
+
+def _key_norms(K):
+    """The length of the longest key of each head, shape ``K.shape[:-2]``."""
+    return np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0))
+
+
+def _log_max_abs(V):
+    """``log max|V|`` over the last two axes, as float64 (-inf for zeros); no ``|V|``-sized temporary."""
+    largest = np.maximum(V.max(axis=(-2, -1), initial=0), -V.min(axis=(-2, -1), initial=0))
+    with np.errstate(divide="ignore"):
+        return np.log(largest).astype(np.float64)  # the log in V's dtype: longdouble's max exceeds float64
 
 
 def _block_shape(num_heads, seq_q, seq_k, block_size):
@@ -159,11 +176,13 @@ class _Scratch:
         self.q = np.empty((heads, rows, d_k), dtype=dtype)  # the block's queries, scaled
         self.scores = None if need_weights else np.empty((heads, rows, seq_k), dtype=dtype)
         self.blocked = np.empty((heads, rows, seq_k), dtype=bool) if masked else None
+        self.split = None  # a Split, while the block loop runs
 
 
-def _attend_block(Q, K, V, mask, block, key_norm, scratch, output, weights):
+def _attend_block(Q, K, V, mask, block, norms, scratch, output, weights):
     """Fill ``output`` (and ``weights``) for one block: some query rows of some heads."""
     outer, heads, queries = block  # an index of the outer axes, a slice of heads, a slice of queries
+    key_norm, log_v_max = norms  # (...): the longest key and log max|V| of every head
     q_in = Q[outer][heads, queries]  # (heads, rows, d_k)
     n_heads, n_rows, d_k = q_in.shape
     scale = 1 / np.sqrt(scratch.q.dtype.type(d_k))  # in the dtype: a Python float would round longdouble's
@@ -179,11 +198,23 @@ def _attend_block(Q, K, V, mask, block, key_norm, scratch, output, weights):
     if allowed is not None:
         blocked = np.logical_not(allowed, out=scratch.blocked[:n_heads, :n_rows])
         np.copyto(scores, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
-    _softmax_(scores, subtract_max=not bound <= _safe_exponent(scores.dtype, scores.shape[-1]))
-    np.matmul(scores, V[outer][heads], out=output[outer][heads, queries])  # (heads, rows, d_v)
+    subtract_max = not bound <= _safe_exponent(scores.dtype, scores.shape[-1])
+    # Dividing the output rows (d_v numbers each) instead of the weights (seq_k each) saves a
+    # pass over the scores, if exp(scores) @ V cannot overflow: each exp is at most 1 (max
+    # subtracted) or e**bound, so each sum at most seq_k * that * max|V|.
+    log_largest_exp = 0.0 if subtract_max else float(bound)
+    log_sum = math.log(max(scores.shape[-1], 1)) + log_largest_exp + log_v_max[outer][heads].max()
+    divide_output = _fits(scores.dtype, log_sum)
+    out = output[outer][heads, queries]  # (heads, rows, d_v)
+    inverse = _softmax_(scores, subtract_max, normalise=not divide_output, split=scratch.split)
+    np.matmul(scores, V[outer][heads], out=out)  # (heads, rows, d_v): exp(scores) @ V, or an average of V
+    if divide_output:
+        np.multiply(out, inverse, out=out)
+        if weights is not None:  # the same output bits with and without weights
+            np.multiply(scores, inverse, out=scores)
 
 
-def _softmax_(scores, subtract_max=True):
+def _softmax_(scores, subtract_max=True, normalise=True, split=None):
     """Softmax over the last axis, in place; a fully masked (all ``-inf``) row becomes zeros.
 
     Subtracting each row's maximum keeps ``exp`` from overflowing and changes nothing else:
@@ -192,20 +223,35 @@ def _softmax_(scores, subtract_max=True):
     every score is small enough for ``exp`` to neither overflow nor underflow
     (:func:`_safe_exponent`).
 
-    The rows are normalised *before* they multiply ``V``, so ``weights @ V`` is an average
-    of the values: it cannot overflow where ``(exp(scores) @ V) / sums`` would (huge ``V``),
-    and the output is the same, to the last bit, with and without ``need_weights``. (Dividing
-    the output instead, ``rows * d_v`` divisions rather than ``rows * seq_k`` multiplications,
-    was measured 4-6 % faster: not worth two code paths and a second overflow rule.)
+    Returns the reciprocals of the row sums, shape ``(..., rows, 1)``. With
+    ``normalise=False`` the rows are left unnormalised (``exp(scores)``, or
+    ``exp(scores - max)``): the caller divides ``exp(scores) @ V`` instead, ``d_v``
+    multiplications per row rather than ``seq_k``, where that product cannot overflow.
+    ``split``: a :class:`~._split.Split` that runs half of the rows' ``exp`` on another core.
     """
     if subtract_max:
         row_max = scores.max(axis=-1, keepdims=True)  # (..., rows, 1)
         row_max[np.isneginf(row_max)] = 0  # a fully masked row: exp(-inf - 0) = 0
         np.subtract(scores, row_max, out=scores)
-    np.exp(scores, out=scores)
+    if split is None:
+        np.exp(scores, out=scores)
+    else:
+        split.apply(_exp_, scores)  # the same numbers, on two cores
     total = scores @ np.ones(scores.shape[-1], dtype=scores.dtype)  # (..., rows): row sums by BLAS, faster than .sum
     total[total == 0] = 1  # a fully masked row: 0 / 1 = 0
-    np.multiply(scores, (1 / total)[..., None], out=scores)
+    inverse = np.reciprocal(total, out=total)[..., None]  # (..., rows, 1)
+    if normalise:
+        np.multiply(scores, inverse, out=scores)
+    return inverse
+
+
+def _exp_(rows):
+    np.exp(rows, out=rows)
+
+
+def _fits(dtype, log_size):
+    """Whether a number of log ``log_size`` stays 4 times below the largest ``dtype``."""
+    return log_size < float(np.log(np.finfo(dtype).max)) - 2 * math.log(2)
 
 
 def _check_scores(scores, allowed):
@@ -243,12 +289,18 @@ def _safe_exponent(dtype, seq_k):
 
 
 class FastMultiHeadAttention(MultiHeadAttention):
-    """:class:`mhattn.MultiHeadAttention` with attention computed in blocks of queries.
+    """:class:`mhattn.MultiHeadAttention` with attention computed in blocks or tiles.
 
-    The same constructor, weights and outputs. With ``need_weights=False`` the weights are
-    never held for all queries at once: the extra memory is ``O(seq_len)``, one block of
-    scores and the output.
+    The same constructor, weights and outputs (to rounding). With ``need_weights=True`` the
+    query blocks of this module compute the weights row block by row block. With
+    ``need_weights=False`` no weight is kept, so the keys are cut into tiles too
+    (:func:`mhattn.engine.flash_attention`'s loop, the faster of the two here): the extra
+    memory is a few tiles of scores, whatever ``seq_len`` is, besides the output.
     """
 
     def _attention(self, Q, K, V, mask, need_weights):
-        return attention_in_blocks(Q, K, V, mask, need_weights=need_weights)
+        if need_weights:
+            return attention_in_blocks(Q, K, V, mask, need_weights=True)
+        from .flash import attention_in_tiles  # here: flash imports this module
+
+        return attention_in_tiles(Q, K, V, mask)[0], None

@@ -22,8 +22,15 @@ After the last tile, ``output = acc / l`` is exactly the softmax-weighted averag
 ``exp(score - lse)``. This is Algorithm 1 of Dao et al. (2022), with the division by ``l``
 moved to the end as in FlashAttention-2 (Dao 2023).
 
+**Skipping the running max.** The maximum only keeps ``exp`` from overflowing. When every
+score of a query tile provably lies in ``[-b, b]`` with ``b`` small (Cauchy-Schwarz:
+``|q . k| <= |q| |k|``, the test of :mod:`mhattn.engine.blocks`), ``m`` is fixed at 0: no
+max, no subtraction, no rescaling, and the tile loop is two products, one ``exp`` and
+the row sums.
+
 Like the query blocks, the loop runs on the caller's thread; NumPy's BLAS threads the
-matrix products inside each tile.
+matrix products inside each tile, and for large calls a helper thread that lives for the
+call takes half of each tile's ``exp`` (:mod:`mhattn.engine._split`).
 """
 
 import math
@@ -31,7 +38,8 @@ import math
 import numpy as np
 
 from .. import _checks
-from .blocks import same_leading_axes
+from ._split import Split, helper_wanted
+from .blocks import _exp_, _key_norms, _log_max_abs, _safe_exponent, same_leading_axes
 
 # Scores per tile: 2**17 float32 scores (512 KiB) stay in a core's L2 cache through every
 # pass over the tile. Key tiles of KEY_TILE keys; query tiles fill the rest.
@@ -131,10 +139,13 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None, is_causal)
     tiles.check_scores = _scores_may_overflow(Q, K, work)
     v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for explicitly, with a clear message
+    key_norms, log_v_max = _key_norms_in_tiles(K), _log_max_abs(V) + math.log(v_scale)  # (...) each
+    num_scores = math.prod(lead) * seq_q * seq_k // (2 if is_causal else 1)
+    with np.errstate(over="ignore", invalid="ignore"), Split(start=helper_wanted(num_scores)) as tiles.split:
         for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
             for head in range(0, lead[-1], heads):
                 h = slice(head, head + heads)
+                tiles.key_norm, tiles.log_v_max = key_norms[outer][h], float(log_v_max[outer][h].max())
                 for start in range(0, seq_q, rows):
                     q = slice(start, start + rows)
                     block_mask = None if mask is None else mask[outer][h, q]  # (heads, rows, seq_k)
@@ -163,7 +174,8 @@ def _attend_query_tile(q, K, V, mask, v_scale, tiles, first_query=None):
     out by the caller).
     """
     q = tiles.scaled_queries(q)  # (heads, rows, d_k), times 1 / sqrt(d_k)
-    row_max, row_sum, acc = tiles.start(q.shape[:2])  # running max -inf, running sum 0, running output 0
+    fixed_max = tiles.max_is_not_needed(q, K)
+    row_max, row_sum, acc = tiles.start(q.shape[:2], fixed_max)  # running max, running sum 0, running output 0
     stop = K.shape[-2]
     if first_query is not None:  # causal: no query of this tile sees a key after its last query
         stop = min(stop, first_query + q.shape[1])
@@ -177,16 +189,18 @@ def _attend_query_tile(q, K, V, mask, v_scale, tiles, first_query=None):
                 continue  # a tile nobody may attend to adds nothing (half the tiles of a causal mask)
             blocked = tiles.blocked_by(allowed)  # (heads, rows, keys) or None
         s = tiles.scores(q, K[:, k], blocked)  # (heads, rows, keys): scaled scores, -inf where blocked
-        new_max = np.maximum(row_max, s.max(axis=-1))  # (heads, rows): the running max, raised by this tile
-        shift = np.where(np.isneginf(new_max), 0.0, new_max)  # a row masked so far: exp(-inf - 0) = 0, not NaN
-        alpha = np.exp(row_max - shift)  # (heads, rows): rescales what was summed against the old max
-        np.subtract(s, shift[..., None], out=s)  # a broadcast: NumPy runs it through its ufunc buffer
-        p = np.exp(s, out=s)  # (heads, rows, keys): every exponent <= 0, no overflow
-        row_sum *= alpha
+        if not fixed_max:
+            new_max = np.maximum(row_max, s.max(axis=-1))  # (heads, rows): the running max, raised by this tile
+            shift = np.where(np.isneginf(new_max), 0.0, new_max)  # a row masked so far: exp(-inf - 0) = 0, not NaN
+            alpha = np.exp(row_max - shift)  # (heads, rows): rescales what was summed against the old max
+            np.subtract(s, shift[..., None], out=s)  # a broadcast: NumPy runs it through its ufunc buffer
+            row_sum *= alpha
+            acc *= alpha[..., None]
+            row_max[...] = new_max
+        tiles.split.apply(_exp_, s)  # every exponent <= 0, or provably small
+        p, v = s, (V[:, k] if v_scale == 1 else V[:, k] * v_scale)  # (heads, rows, keys), (heads, keys, d_v)
         row_sum += p @ tiles.ones[: p.shape[-1]]  # row sums, by BLAS (faster than p.sum(-1))
-        acc *= alpha[..., None]
-        acc += p @ (V[:, k] if v_scale == 1 else V[:, k] * v_scale)  # (heads, rows, d_v)
-        row_max[...] = new_max
+        acc += np.matmul(p, v, out=tiles.pv[: acc.shape[0], : acc.shape[1]])  # (heads, rows, d_v)
     with np.errstate(divide="ignore"):  # log(0) = -inf for a fully masked row: the log of an empty sum
         row_lse = row_max + np.log(row_sum)
     acc /= np.where(row_sum == 0, 1, row_sum)[..., None]  # a fully masked row: 0 / 1 = 0
@@ -223,16 +237,36 @@ class _Tiles:
         self.row_max = np.empty((heads, rows), dtype=dtype)
         self.row_sum = np.empty((heads, rows), dtype=dtype)
         self.acc = np.empty((heads, rows, d_v), dtype=dtype)
+        self.pv = np.empty((heads, rows, d_v), dtype=dtype)  # one key tile's share of the output
         self.ones = np.ones(keys, dtype=dtype)
         self.check_scores = False
+        self.key_norm = self.log_v_max = self.limits = None  # for the shortcut of max_is_not_needed
+        self.log_limit = float(np.log(np.finfo(dtype).max)) - 2 * math.log(2)  # 4 times below the largest float
 
     def scaled_queries(self, q):
         out = self.q[: q.shape[0], : q.shape[1]]
         return np.multiply(q, self.scale, out=out, dtype=out.dtype)  # float16 queries: in float32
 
-    def start(self, shape):
+    def max_is_not_needed(self, q, K):
+        """Whether every exponent of this query tile is provably safe without a running max.
+
+        Every score lies in ``[-bound, bound]``, ``bound = max|q| max|k|`` (Cauchy-Schwarz).
+        When ``exp`` can neither overflow nor underflow there (:func:`~.blocks._safe_exponent`)
+        and the running output ``sum_j exp(s_j) v_j`` stays below the largest float, the max
+        is fixed at 0: no max, no subtraction, no rescaling, three passes over each tile fewer.
+        """
+        if self.log_v_max is None:
+            return False
+        if self.limits is None or self.limits[0] != K.shape[-2]:  # computed once per call
+            seq_k = max(K.shape[-2], 1)
+            self.limits = K.shape[-2], _safe_exponent(self.q.dtype, seq_k), self.log_limit - math.log(seq_k)
+        _, safe, log_room = self.limits
+        bound = float(np.sqrt(np.einsum("...d,...d->...", q, q).max(initial=0)) * self.key_norm.max(initial=0))
+        return bound <= safe and bound + self.log_v_max < log_room
+
+    def start(self, shape, fixed_max=False):
         row_max, row_sum, acc = (a[: shape[0], : shape[1]] for a in (self.row_max, self.row_sum, self.acc))
-        row_max.fill(-np.inf)
+        row_max.fill(0 if fixed_max else -np.inf)
         row_sum.fill(0)
         acc.fill(0)
         return row_max, row_sum, acc
@@ -272,6 +306,15 @@ class _Tiles:
         if blocked is not None:
             np.copyto(s, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
         return s
+
+
+def _key_norms_in_tiles(K):
+    """The length of the longest key of each head, ``K.shape[:-2]``, ``KEY_TILE`` keys at a time
+    (so that no temporary grows with ``seq_k``)."""
+    longest = np.zeros(K.shape[:-2], dtype=K.dtype)
+    for start in range(0, K.shape[-2], KEY_TILE):
+        np.maximum(longest, _key_norms(K[..., start : start + KEY_TILE, :]), out=longest)
+    return longest
 
 
 def _all_finite(X):

@@ -12,9 +12,31 @@ Python list, the cache over-allocates: when full, it doubles its capacity and co
 so ``n`` appends copy fewer than ``2 n`` tokens in all (amortised ``O(1)`` per token).
 """
 
+import functools
+import threading
 import weakref
 
 import numpy as np
+
+
+def _one_thread(method):
+    """Run ``method`` holding the cache's lock, or raise ``RuntimeError`` if another thread holds it."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        if not self._lock.acquire(blocking=False):
+            raise RuntimeError(
+                f"KVCache.{method.__name__}: another thread is changing this cache right now. A KVCache holds "
+                "one sequence of decoding steps and is for one thread at a time: give each thread its own "
+                "KVCache (copy.copy(cache) forks an independent one)"
+            )
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._lock.release()
+
+    return wrapper
+
 
 _NO_OWNER = object()
 _GONE = object()  # what a dead owner's reference returns
@@ -26,6 +48,13 @@ class KVCache:
     Pass it to :meth:`mhattn.MultiHeadAttention.forward` as ``kv_cache=``; the module calls
     :meth:`extend` with the keys and values of its new tokens, then attends from the new
     queries to everything returned.
+
+    One cache serves one sequence of calls in one thread at a time: a call that enters
+    while another thread is inside :meth:`extend`, :meth:`truncate` or :meth:`clear` raises
+    ``RuntimeError`` instead of losing tokens. ``copy.copy`` and ``copy.deepcopy`` give an
+    independent cache (its own buffers: forked decoding branches, as in beam search, never
+    overwrite each other), with the same owner. A pickled cache keeps its keys and values,
+    but not its owner: the first module that extends the restored cache becomes its owner.
 
     Attributes
     ----------
@@ -48,9 +77,35 @@ class KVCache:
     """
 
     def __init__(self):
+        self._lock = threading.Lock()  # held during every change: a second thread is refused, never interleaved
+        self._reset()
+
+    def _reset(self):
         self._keys = self._values = None  # (batch, num_kv_heads, capacity, d_k) buffers
         self._length = 0
         self._owner = _NO_OWNER
+
+    def __copy__(self):
+        """An independent cache: the same tokens and owner, in buffers of its own."""
+        twin = type(self)()
+        if self._keys is not None:
+            twin._keys, twin._values = self._keys.copy(), self._values.copy()
+        twin._length, twin._owner = self._length, self._owner
+        return twin
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __getstate__(self):
+        """Pickle the cached tokens only (not the spare capacity, the lock or the owner)."""
+        keys, values = self.keys, self.values
+        return {"keys": None if keys is None else keys.copy(), "values": None if values is None else values.copy()}
+
+    def __setstate__(self, state):
+        self.__init__()
+        if state["keys"] is not None:
+            self._keys, self._values = state["keys"].copy(), state["values"].copy()
+            self._length = self._keys.shape[2]
 
     def __len__(self):
         """Number of tokens cached."""
@@ -75,6 +130,7 @@ class KVCache:
         """ndarray of shape ``(batch, num_kv_heads, len(self), d_v)``: a read-only view."""
         return _read_only(self._values[:, :, : self._length]) if self._values is not None else None
 
+    @_one_thread
     def extend(self, K_new, V_new, *, owner=None):
         """Append new keys and values; return everything cached and the causal mask.
 
@@ -125,19 +181,25 @@ class KVCache:
         mask = positions[None, :] <= (start + np.arange(t_new))[:, None]  # (t_new, total): key position <= query's
         return self.keys, self.values, mask
 
+    @_one_thread
     def truncate(self, length):
         """Forget every token from position ``length`` on (capacity is kept).
 
         :meth:`mhattn.MultiHeadAttention.forward` calls it when a decoding step fails after
         its keys and values were appended, so that a retry does not cache them twice.
         """
-        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or not 0 <= length <= self._length:
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
+            raise TypeError(f"length must be an int in [0, {self._length}]; got {length!r}")
+        if not 0 <= length <= self._length:
             raise ValueError(f"length must be an int in [0, {self._length}]; got {length!r}")
+        if length < self._length:  # new buffers: views handed out earlier keep the forgotten tokens
+            self._keys, self._values = self._keys.copy(), self._values.copy()
         self._length = int(length)
 
+    @_one_thread
     def clear(self):
         """Forget every token (and the owner); the buffers are released."""
-        self.__init__()
+        self._reset()
 
     def _grow(self, needed):
         """Double the capacity until ``needed`` tokens fit; one copy of what is cached."""
@@ -215,8 +277,8 @@ def _array(name, value):
 
 
 def _read_only(view):
-    view.flags.writeable = False  # a view: the cache's own buffer stays writable
-    return view
+    """A view that can never be made writable (``flags.writeable = True`` raises): the buffer stays the cache's."""
+    return np.lib.stride_tricks.as_strided(view, writeable=False)
 
 
 def _reference(owner):

@@ -1,0 +1,118 @@
+"""The book's live explorer: its data file, written from mhattn at build time, and its page.
+
+The explorer's page (``notebooks/explore.ipynb``) holds an empty ``<div id="mhattn-live-explorer">``
+(nothing shows in JupyterLab or Voila). On the book's page, ``_static/explorer.js`` fills it with
+controls and two canvases, and computes every frame in the browser (``explorer-frame.js``,
+``explorer-math.js``) from the data file written here, ``_static/explorer-data.js``:
+
+- the trained model (:func:`mhattn.model.load_trained`, the checkpoint installed now, so a
+  retrained model ships with the next build), every array as little-endian float64 bytes in
+  base64, so the page runs the very same weights;
+- for each seed in ``SEEDS``, the untrained explorer's random token streams
+  (``default_rng([seed, b + 1])``, :func:`mhattn.explorer.frame.random_tokens`); the layer's
+  weights the page draws itself from ``RandomState(seed)``, as MultiHeadAttention does.
+
+The data is a script (``window.MHATTN_EXPLORER = {...}``) loaded by a ``<script>`` tag, not
+fetched, so the page also works from a folder opened as ``file://``.
+
+Usage: ``install(site)`` after Sphinx has built the site (book/build.py calls it), or
+``python book/live_explorer.py FOLDER`` for the explorer alone, as ``FOLDER/explorer.html``.
+"""
+
+import base64
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mhattn.explorer import frame
+from mhattn.model import load_trained
+
+STATIC = Path(__file__).resolve().parent / "_static"
+SCRIPTS = ["explorer-data.js", "explorer-math.js", "explorer-frame.js", "explorer-draw.js", "explorer.js"]
+STYLE = "explorer.css"
+SEEDS = (123, 0, 1, 2, 3, 4, 5, 6)  #: the seeds the page offers (each ships 2 x 32 x 64 token numbers)
+CONTAINER = '<div id="mhattn-live-explorer"></div>'
+PAGE = "notebooks/explore.html"
+
+
+def encode(array):
+    """An array as base64 of its little-endian float64 bytes (row-major)."""
+    return base64.b64encode(np.ascontiguousarray(array, dtype="<f8").tobytes()).decode("ascii")
+
+
+def explorer_data(seeds=SEEDS):
+    """Everything the page computes from, as a JSON-ready dict."""
+    model = load_trained()
+    widest = max(frame.D_MODELS)
+    tokens = {str(seed): [encode(sequence) for sequence in frame.random_tokens(seed, frame.MAX_SEQ_LEN, widest)]
+              for seed in seeds}
+    return {
+        "limits": {"minSeqLen": frame.MIN_SEQ_LEN, "maxSeqLen": frame.MAX_SEQ_LEN, "dModels": list(frame.D_MODELS),
+                   "maxHeads": frame.MAX_HEADS, "masks": list(frame.MASKS), "seeds": list(seeds),
+                   "shown": frame.SHOWN, "defaultTokens": frame.DEFAULT_TOKENS, "rope": frame.rope_available(),
+                   "ropeBase": 10000.0},
+        "random": {"tokens": tokens},
+        "trained": {"vocab": model.vocab, "maxLen": model.max_len, "dModel": model.d_model,
+                    "numHeads": model.num_heads, "embed": encode(model.embed), "pos": encode(model.pos),
+                    "unembed": encode(model.unembed),
+                    "layers": [{"W_qkv": encode(layer.W_qkv), "W_o": encode(layer.W_o)} for layer in model.layers]},
+    }
+
+
+def write_assets(static_dir, seeds=SEEDS):
+    """Write the data file and copy the scripts and style into ``static_dir``; return the bytes written."""
+    static_dir = Path(static_dir)
+    static_dir.mkdir(parents=True, exist_ok=True)
+    data = "window.MHATTN_EXPLORER = " + json.dumps(explorer_data(seeds), separators=(",", ":")) + ";\n"
+    (static_dir / SCRIPTS[0]).write_text(data, encoding="utf-8")
+    for name in [*SCRIPTS[1:], STYLE]:
+        shutil.copy2(STATIC / name, static_dir / name)
+    return sum((static_dir / name).stat().st_size for name in [*SCRIPTS, STYLE])
+
+
+def tags(prefix):
+    """The ``<link>`` and ``<script>`` tags that load the explorer from ``prefix`` (a relative folder)."""
+    style = f'<link rel="stylesheet" href="{prefix}{STYLE}">'
+    return style, "".join(f'<script src="{prefix}{name}"></script>' for name in SCRIPTS)
+
+
+def install(site):
+    """Add the live explorer to a built book: the assets in ``_static/``, the tags in the explorer's page.
+
+    Returns False, and changes nothing, when the site has no explorer page or the page no
+    ``<div id="mhattn-live-explorer">`` (a book built from other notebooks); True otherwise.
+    """
+    site = Path(site)
+    page = site / PAGE
+    text = page.read_text(encoding="utf-8") if page.is_file() else ""
+    if 'id="mhattn-live-explorer"' not in text:
+        return False
+    write_assets(site / "_static")
+    style, scripts = tags("../_static/")
+    text = text.replace("</head>", style + "\n</head>", 1).replace("</body>", scripts + "\n</body>", 1)
+    page.write_text(text, encoding="utf-8")
+    return True
+
+
+def write_standalone(folder, seeds=SEEDS):
+    """The explorer alone, ``folder/explorer.html`` with its assets beside it; return the page's path."""
+    folder = Path(folder)
+    write_assets(folder, seeds)
+    style, scripts = tags("")
+    page = folder / "explorer.html"
+    page.write_text(f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+                    f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+                    f"<title>Multi-head attention explorer</title>\n{style}</head>\n"
+                    f"<body><main style='max-width:800px;margin:auto;font-family:sans-serif'>\n"
+                    f"<h1>Multi-head attention explorer</h1>\n{CONTAINER}\n</main>\n{scripts}\n</body></html>\n",
+                    encoding="utf-8")
+    return page
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python book/live_explorer.py FOLDER  (writes FOLDER/explorer.html and its assets)")
+    print(f"wrote {write_standalone(sys.argv[1])}")

@@ -1,0 +1,63 @@
+"""Notebooks are tests too: nbval re-runs each ``notebooks/*.ipynb`` and compares its outputs.
+
+This file switches nbval on, with the options the notebooks need, whenever the nbval plugin
+is installed (``pip install -e ".[test]"``); it only acts on the ``.ipynb`` files a run
+collects, so ``pytest tests/test_softmax.py`` runs the same with or without it:
+
+- ``--nbval``: every output is compared with the stored one (unless ``--nbval-lax`` is given);
+- ``--nbval-current-env``: the kernel runs in pytest's own environment (unless a kernel is named);
+- ``--nbval-sanitize-with notebooks/nbval_sanitize.cfg``: the kernel's temporary paths;
+- ``--nbval-cell-timeout 120`` seconds a cell.
+
+Options given on the command line win. Without nbval, a notebook that the run collects is
+skipped with the command that installs it (under ``CI=true`` that is a failure), instead
+of being silently left out.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+SANITIZE = ROOT / "notebooks" / "nbval_sanitize.cfg"
+CELL_TIMEOUT = 120  # seconds; nbval's own default is 2000
+NBVAL_DEFAULT_TIMEOUT = 2000
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.hasplugin("nbval"):
+        return
+    option = config.option
+    if not (option.nbval or option.nbval_lax):
+        option.nbval = True
+    if not option.nbval_kernel_name:
+        option.nbval_current_env = True
+    if option.nbval_sanitize_with is None and not getattr(option, "sanitize_with", None):
+        option.nbval_sanitize_with = str(SANITIZE)
+    if option.nbval_cell_timeout == NBVAL_DEFAULT_TIMEOUT:
+        option.nbval_cell_timeout = CELL_TIMEOUT
+
+
+class _NotebookWithoutNbval(pytest.File):
+    """A notebook collected where nbval is not installed: one item that says so."""
+
+    def collect(self):
+        yield _NbvalMissing.from_parent(self, name="nbval")
+
+
+class _NbvalMissing(pytest.Item):
+    def runtest(self):
+        reason = f'{self.path.name} needs nbval to run: pip install -e ".[test]"'
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {reason}")
+        pytest.skip(reason)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::nbval"
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".ipynb" and not parent.config.pluginmanager.hasplugin("nbval"):
+        return _NotebookWithoutNbval.from_parent(parent, path=file_path)
+    return None

@@ -1,0 +1,95 @@
+"""The command line of ``python -m mhattn.train``: every argument checked before training starts.
+
+A bad value ends in argparse's usage message naming the option, never in a traceback after
+minutes of training; ``--out`` is tried (a file created and removed in its folder) first.
+"""
+
+import argparse
+import os
+import uuid
+
+from . import _checks, _checks_model
+
+DESCRIPTION = (
+    "Train the chapter's tiny attention-only transformer (mhattn.model.InductionModel) on the "
+    "induction task, with the chapter's own backward pass and Adam, and save it as a .npz checkpoint."
+)
+EPILOG = "example: python -m mhattn.train --layers 2 --seed 0 --out induction.npz"
+
+
+def _argument(check):
+    """An argparse ``type=``: parse with ``check``, turning its TypeError/ValueError into a usage error."""
+
+    def parse(text):
+        try:
+            return check(text)
+        except (TypeError, ValueError, OSError) as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    parse.__name__ = check.__name__
+    return parse
+
+
+def _int(name, check):
+    def parse_int(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"{name} must be an int; got {text!r}") from None
+        return check(value)
+
+    return _argument(parse_int)
+
+
+def _learning_rate(text):
+    from .train import learning_rate
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"lr must be a finite float > 0; got {text!r}") from None
+    return learning_rate(value)
+
+
+def writable_out(text):
+    """The checkpoint path (``.npz`` appended if missing), after creating and removing a file beside it."""
+    path = _checks_model.checkpoint_path(text)
+    folder = os.path.dirname(os.path.abspath(path))
+    probe = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.probe")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError as error:
+        raise OSError(f"cannot write {path}: {error.strerror} ({folder})") from None
+    os.unlink(probe)
+    return path
+
+
+def parser():
+    """The argument parser: plain-text help, with every option's default."""
+    from .train import BATCH_SIZE, LEARNING_RATE, STEPS
+
+    cli = argparse.ArgumentParser(prog="python -m mhattn.train", description=DESCRIPTION, epilog=EPILOG)
+    cli.add_argument("--layers", type=_int("layers", lambda v: _checks.positive_int("layers", v)), default=2,
+                     help="attention layers, an int >= 1 (default: 2)")
+    cli.add_argument("--seed", type=_int("seed", _checks.seed), default=0,
+                     help="seeds the weights and the batches, an int in [0, 2**32 - 1] (default: 0)")
+    cli.add_argument("--steps", type=_int("steps", lambda v: _checks.positive_int("steps", v)), default=STEPS,
+                     help=f"training steps, an int >= 1 (default: {STEPS})")
+    cli.add_argument("--lr", type=_argument(_learning_rate), default=LEARNING_RATE,
+                     help=f"Adam's step size, a finite float > 0 (default: {LEARNING_RATE})")
+    cli.add_argument("--batch-size", type=_int("batch_size", lambda v: _checks.positive_int("batch_size", v)),
+                     default=BATCH_SIZE, help=f"sequences per step, an int >= 1 (default: {BATCH_SIZE})")
+    cli.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                     help="the dtype the forward and backward compute in; the weights stay float64 "
+                     "(default: float32)")
+    cli.add_argument("--out", type=_argument(writable_out), required=True,
+                     help="the checkpoint file to write; .npz is appended if missing (required, no default)")
+    cli.add_argument("--threads", type=_int("threads", lambda v: _checks.positive_int("threads", v)), default=1,
+                     help="BLAS threads, an int >= 1; one is fastest on a busy machine (default: 1)")
+    cli.add_argument("--quiet", action="store_true", help="no progress bar (default: off, the bar is shown)")
+    return cli
+
+
+def parse(argv=None):
+    """The checked arguments: a usage error (exit status 2) for any bad value."""
+    return parser().parse_args(argv)

@@ -1,0 +1,266 @@
+"""The explorer's controls: a thin ipywidgets layer over :func:`compute_frame` and :class:`FrameDrawing`.
+
+:func:`explorer` returns one widget. Its ``weights`` switch chooses what it runs: the
+**untrained** layer (controls ``seq_len``, ``d_model``, ``num_heads``, the mask, the seed and,
+where :class:`~mhattn.MultiHeadAttention` offers it, RoPE) or the **trained** induction model
+(controls: the tokens, the layer, learned positions on or off). Only the controls of the
+current choice are shown. A change of any control builds a :class:`State`, computes its
+:class:`Frame` and draws it; nothing else is computed here.
+
+The controls' ranges and options are fixed: the picture can show every value they offer,
+and setting a new ``min``, ``max`` or ``options`` raises :class:`traitlets.TraitError`.
+
+Displayed as a notebook cell's result, the explorer also leaves a static PNG of its picture
+as a second output, for the places where no kernel runs (GitHub, nbviewer, ``jupyter
+nbconvert --to html``, JupyterLab before the notebook is trusted). Where the live widget
+renders, a style sheet inside it hides that copy.
+"""
+
+from .._optional import require
+from .draw import FrameDrawing
+from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
+from .frame import (
+    D_MODELS,
+    DEFAULT_TOKENS,
+    MASKS,
+    MAX_SEED,
+    MAX_SEQ_LEN,
+    MIN_SEQ_LEN,
+    TRAINED_LAYERS,
+    State,
+    check_state,
+    compute_frame,
+    head_choices,
+    parse_tokens,
+    rope_available,
+    rope_fits,
+)
+from .text import explanation_html, readout_html
+
+widgets = require("ipywidgets")
+
+WEIGHTS = (("untrained", False), ("trained (induction)", True))  # (label, value of ``trained_weights``)
+_EXPLORER_CLASS = "mhattn-explorer"
+# Where the live widget renders (JupyterLab, Notebook 7, Voila, nbconvert's HTML with its
+# widget script), it hides the static copy of its picture that follows it in the same cell.
+_HIDE_STATIC_COPY = (f"<style>.jp-OutputArea-child:has(.{_EXPLORER_CLASS}) + "
+                     ".jp-OutputArea-child:has(.jp-RenderedImage) {display: none;}</style>")
+STATIC_COPY_TEXT = "(a static copy of the explorer's picture: run the cell for the live explorer)"
+_WRAP = widgets.Layout(flex_flow="row wrap", align_items="center")  # rows of controls wrap on a phone
+
+
+class Explorer(widgets.VBox):
+    """The widget :func:`explorer` returns (build it with that function, which checks the settings).
+
+    Attributes
+    ----------
+    trained_weights : ipywidgets.ToggleButtons
+        False: "untrained" (a random layer on random tokens); True: "trained (induction)".
+    seq_len, d_model, num_heads, seed, mask, rope : controls of the untrained layer
+        ``rope`` ("off" / "on") exists only where MultiHeadAttention takes ``rope=True``.
+    tokens, layer, positions : controls of the trained model (``positions``: "learned" / "none")
+        Set ``.value`` to change a setting; the picture and readout update at once.
+    state : State
+        The settings drawn now (the tokens: the last contents of the box that could be drawn).
+    frame : Frame
+        Its numbers (:func:`mhattn.explorer.frame.compute_frame`).
+    drawing : FrameDrawing
+        The figure (``drawing.head_images``, ``drawing.pca_inputs``, ...).
+    readout, explanation : ipywidgets.HTML
+    image : ipywidgets.Image
+        The rendered figure (PNG bytes in ``image.value``).
+    token_error : str or None
+        Why the tokens box's text cannot be drawn, or None.
+    note : str or None
+        What the readout says first, in red: the token error, or why RoPE is off.
+    renders : int
+        How many times the figure has been rendered.
+    """
+
+    def __init__(self, state):
+        style = {"description_width": "initial"}
+        self._model = None  # the trained model, loaded on first use
+        self.trained_weights = toggle(WEIGHTS, state.trained, "150px", (
+            "a freshly initialised layer on random token vectors",
+            "the chapter's trained two-layer model (notebook 09) on letters you type"))
+        self.seq_len = IntSlider(value=state.seq_len, min=MIN_SEQ_LEN, max=MAX_SEQ_LEN, description="seq_len",
+                                  continuous_update=False, style=style,
+                                  layout=widgets.Layout(width="330px", max_width="100%"))
+        self.d_model = Dropdown(options=D_MODELS, value=state.d_model, description="d_model", style=style,
+                                 layout=widgets.Layout(width="150px"))
+        self.num_heads = Dropdown(options=head_choices(state.d_model), value=state.num_heads,
+                                   description="num_heads", style=style, layout=widgets.Layout(width="160px"))
+        self.seed = BoundedIntText(value=state.seed, min=0, max=MAX_SEED, description="seed", style=style,
+                                    layout=widgets.Layout(width="170px"))
+        self.mask = toggle(MASKS, state.mask, "80px", ("every query sees every key", "query i sees keys 0 to i",
+                                                        "the second sequence's last half is padding"))
+        self.rope = toggle(("off", "on"), "on" if state.position_mode == "rope" else "off", "50px",
+                            ("no positions: attention cannot tell the order of the tokens",
+                             "rotary position embeddings (RoPE) on queries and keys"))
+        self.tokens = widgets.Text(value=state.tokens, description="tokens", placeholder=DEFAULT_TOKENS,
+                                   continuous_update=False, style=style,
+                                   layout=widgets.Layout(width="420px", max_width="100%"))
+        self.layer = toggle([(f"layer {i}", i) for i in range(TRAINED_LAYERS)], state.layer, "70px")
+        self.positions = toggle(("learned", "none"), state.position_mode if state.trained else "learned", "70px",
+                                 ("the model's learned position embeddings", "the token embeddings alone"))
+        for name in ("trained_weights", "seq_len", "d_model", "num_heads", "seed", "mask", "rope", "layer",
+                     "positions"):
+            control = getattr(self, name)
+            control._name, control._fixed = name, True
+        self.readout, self.explanation = widgets.HTML(), widgets.HTML()
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        self.drawing = FrameDrawing()
+        self.token_error, self.note, self.state, self.frame = None, None, None, None
+
+        self._busy = False
+        self.d_model.observe(self._on_d_model, names="value")
+        for control in (self.trained_weights, self.seq_len, self.num_heads, self.seed, self.mask, self.rope,
+                        self.tokens, self.layer, self.positions):
+            control.observe(self._on_change, names="value")
+
+        def label(text):
+            return widgets.Label(text, layout=widgets.Layout(width="62px"))
+
+        rope = [label("RoPE"), self.rope] if rope_available() else []
+        self._untrained_controls = widgets.VBox([
+            widgets.HBox([self.seq_len, self.d_model, self.num_heads], layout=_WRAP),
+            widgets.HBox([label("mask"), self.mask, self.seed, *rope], layout=_WRAP),
+        ])
+        self._trained_controls = widgets.VBox([
+            widgets.HBox([self.tokens, self.layer], layout=_WRAP),
+            widgets.HBox([label("positions"), self.positions], layout=_WRAP),
+        ])
+        style_sheet = widgets.HTML(_HIDE_STATIC_COPY, layout=widgets.Layout(display="none"))
+        super().__init__([widgets.HBox([label("weights"), self.trained_weights], layout=_WRAP),
+                          self._untrained_controls, self._trained_controls, self.readout, self.image,
+                          self.explanation, style_sheet])
+        self.add_class(_EXPLORER_CLASS)
+        self.update()
+
+    def __repr__(self):  # the text a notebook shows where widgets cannot render (GitHub, nbconvert)
+        if self.trained_weights.value:
+            return f"Explorer(trained=True, tokens={self.tokens.value!r}, layer={self.layer.value})"
+        return (f"Explorer(d_model={self.d_model.value}, num_heads={self.num_heads.value}, "
+                f"seq_len={self.seq_len.value}, seed={self.seed.value}, mask={self.mask.value!r})")
+
+    def _ipython_display_(self):
+        """Display the live widget, then a static copy of its picture (see the module docstring)."""
+        from IPython.display import display
+
+        widget, static_copy = self.display_outputs()
+        display(widget, raw=True)
+        display(static_copy, raw=True, metadata=self.static_copy_metadata())
+
+    def display_outputs(self):
+        """The two outputs a notebook cell gets: the widget's bundle, then a static PNG of the picture."""
+        import base64
+
+        static_copy = {"image/png": base64.b64encode(self.image.value).decode("ascii"), "text/plain": STATIC_COPY_TEXT}
+        return [self._repr_mimebundle_(), static_copy]
+
+    def static_copy_metadata(self):
+        """The static PNG's smallest text, in its own pixels, as notebooks/refresh.sh records it for figures."""
+        return {"mhattn": {"min_font_px": self.drawing.min_font_px(), "dpi": float(self.drawing.figure.dpi)}}
+
+    @property
+    def trained_model(self):
+        """The trained model (:func:`mhattn.model.load_trained`), loaded the first time it is needed."""
+        if self._model is None:
+            from ..model import load_trained
+
+            self._model = load_trained()
+        return self._model
+
+    @property
+    def renders(self):
+        return self.drawing.renders
+
+    def _on_d_model(self, change):
+        """New d_model: offer only the head counts that divide it, keep the old one if it still fits."""
+        choices = head_choices(change["new"])
+        old = self.num_heads.value
+        keep = old if old in choices else max(h for h in choices if h <= old)
+        self._busy = True  # one redraw for the whole change, not one per trait
+        self.num_heads._fixed = False
+        try:
+            self.num_heads.options = choices
+            self.num_heads.value = keep
+        finally:
+            self.num_heads._fixed, self._busy = True, False
+        self._on_change(change)
+
+    def _on_change(self, change):
+        if not self._busy:
+            self.update()
+
+    def current_state(self):
+        """The State the controls say, with the last tokens that could be drawn (``token_error`` says why)."""
+        trained = self.trained_weights.value
+        tokens = self.tokens.value
+        if trained:
+            try:
+                parse_tokens(tokens, min(self.trained_model.max_len, MAX_SEQ_LEN))
+                self.token_error = None
+            except ValueError as error:
+                self.token_error = f"tokens: {error}"
+                tokens = self.state.tokens if self.state is not None else DEFAULT_TOKENS
+        self.note = None if self.token_error is None else f"{self.token_error}; still showing the tokens below"
+        rope = self.rope.value == "on"
+        if rope and not trained and not rope_fits(self.d_model.value, self.num_heads.value):
+            rope, self.note = False, (f"RoPE is off: it turns pairs of coordinates, and d_k = "
+                                      f"{self.d_model.value // self.num_heads.value} is odd")
+        positions = self.positions.value if trained else ("rope" if rope else "none")
+        return State(trained=trained, seq_len=self.seq_len.value, d_model=self.d_model.value,
+                     num_heads=self.num_heads.value, seed=self.seed.value, mask=self.mask.value, tokens=tokens,
+                     layer=self.layer.value, positions=positions)
+
+    def update(self):
+        """Compute the frame of the controls' state, draw it, refresh the readout and the image."""
+        trained = self.trained_weights.value
+        self._untrained_controls.layout.display = "none" if trained else None
+        self._trained_controls.layout.display = None if trained else "none"
+        self.state = self.current_state()
+        # The matrices here are tiny: BLAS worker threads cost far more than they save (and
+        # spin on the cores matplotlib needs next), so compute on one thread.
+        with require("threadpoolctl").ThreadpoolController().limit(limits=1, user_api="blas"):
+            self.frame = compute_frame(self.state, self.trained_model if trained else None)
+        self.readout.value = readout_html(self.frame, self.note)
+        self.explanation.value = explanation_html(self.frame)
+        self.image.value = self.drawing.draw(self.frame)
+
+
+def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *, trained=False, tokens=DEFAULT_TOKENS,
+             layer=1, positions=None):
+    """Build the interactive multi-head attention explorer.
+
+    Parameters
+    ----------
+    d_model : int, one of ``D_MODELS`` = (12, 16, 32, 48, 64), default 64
+    num_heads : int, default 4
+        Must divide ``d_model`` and be at most ``MAX_HEADS`` = 8; see :func:`head_choices`.
+    seq_len : int in [2, 32], default 8
+    seed : int in [0, 2**32 - 1], default 123
+        Seeds the random tokens and, independently, the weights.
+    mask : {"none", "causal", "padding"}, default "none"
+    trained : bool, keyword only, default False
+        Start with the trained model ("trained (induction)") instead of the untrained layer.
+    tokens : str, keyword only, default ``"a b c d x a b c"``
+        What the trained model reads: 2 to 32 letters a-z, spaces optional.
+    layer : int, keyword only, default 1
+        The trained model's layer shown: 0 or 1.
+    positions : str, keyword only, optional
+        Untrained: "none" (default) or "rope"; trained: "learned" (default) or "none".
+
+    Returns
+    -------
+    Explorer
+        An ``ipywidgets.VBox``: show it as a cell's last line or with ``display(explorer())``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a starting value is not one the controls could show.
+    """
+    state = check_state(State(trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads, seed=seed,
+                              mask=mask, tokens=tokens, layer=layer, positions=positions))
+    return Explorer(state)

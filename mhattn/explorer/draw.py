@@ -1,0 +1,266 @@
+"""The explorer's picture: one matplotlib figure that draws a :class:`~mhattn.explorer.frame.Frame`.
+
+Left, one heatmap of attention weights per head (grey: masked cells); right, every token
+before and after the layer in one PCA plane, with an arrow from each input to its output.
+
+:class:`FrameDrawing` keeps one :class:`~matplotlib.figure.Figure` for its whole life (never
+registered with pyplot, so nothing accumulates in ``plt``). Drawing a new frame updates the
+artists in place; a new ``num_heads`` shows, hides and moves heatmap panels made once,
+``MAX_HEADS`` of them. The figure is drawn at the width of a page's text column (750 pixels),
+with no text smaller than 8 points (11 pixels).
+"""
+
+import io
+import math
+
+import numpy as np
+
+from .._optional import require
+from .frame import MAX_HEADS, MAX_SEQ_LEN, SHOWN, padded_length
+
+FIGSIZE = (7.5, 4.1)  # inches, the same for every setting: 750 x 410 pixels at DPI
+DPI = 100
+FONT, SMALL = 9, 8  # points: titles and labels, ticks
+_HEADS_BOX = (0.03, 0.1, 0.56, 0.84)  # left, bottom, right, top of the heatmap area (figure fraction)
+_PCA_BOX = (0.716, 0.06, 0.988, 0.8)  # right edge on a whole pixel (741)
+_INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
+
+
+def _grid(num_heads):
+    """(rows, columns) of heatmap panels: one row up to three heads, two rows after that."""
+    rows = 1 if num_heads <= 3 else 2
+    return rows, math.ceil(num_heads / rows)
+
+
+def panel_layout(num_heads):
+    """Where the heatmaps and the colour bar go: equal squares packed in a grid, in figure fractions.
+
+    Returns ``(panels, colorbar)``: one ``(left, bottom, width, height)`` per head, then the
+    colour bar's, as tall as the grid and just right of it.
+    """
+    rows, cols = _grid(num_heads)
+    fig_w, fig_h = FIGSIZE
+    left, bottom, right, top = (_HEADS_BOX[0] * fig_w, _HEADS_BOX[1] * fig_h,  # inches from here on
+                                _HEADS_BOX[2] * fig_w, _HEADS_BOX[3] * fig_h)
+    label_x, label_y, title, gap = 0.45, 0.4, 0.22, 0.12  # room for tick labels, axis labels, "head h"
+    side = min((right - left - label_x - (cols - 1) * gap) / cols,
+               (top - bottom - label_y - rows * title - (rows - 1) * gap) / rows, 2.4)
+    grid_w = cols * side + (cols - 1) * gap
+    grid_h = rows * (side + title) + (rows - 1) * gap
+    x0 = left + label_x + 0.5 * (right - left - label_x - grid_w)  # centred in the heatmap area
+    y_top = top - 0.5 * (top - bottom - label_y - grid_h)
+    panels = []
+    for h in range(num_heads):
+        row, col = divmod(h, cols)
+        x = x0 + col * (side + gap)
+        y = y_top - title - row * (side + title + gap) - side
+        panels.append((x / fig_w, y / fig_h, side / fig_w, side / fig_h))
+    colorbar = ((x0 + grid_w + 0.15) / fig_w, (y_top - grid_h) / fig_h, 0.1 / fig_w, (grid_h - title) / fig_h)
+    return panels, colorbar
+
+
+def colormap():
+    """The heatmaps' colours: matplotlib's "Blues", masked cells (weight exactly 0) grey."""
+    return require("matplotlib").colormaps["Blues"].with_extremes(bad="#c8c8c8")
+
+
+class FrameDrawing:
+    """The explorer's figure; :meth:`draw` shows a frame and returns the picture as PNG bytes.
+
+    Attributes
+    ----------
+    figure : matplotlib.figure.Figure
+    head_axes, head_images : lists, one per head shown
+        The heatmap axes and their ``AxesImage`` (``get_array()`` is what is drawn, masked
+        cells masked).
+    pca_axes, pca_inputs, pca_outputs, pca_arrows
+        The embedding-shift panel: hollow input circles, filled output circles and arrows.
+    renders : int
+        How many frames have been drawn.
+    """
+
+    def __init__(self):
+        require("matplotlib")
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.cm import ScalarMappable
+        from matplotlib.colors import Normalize
+        from matplotlib.figure import Figure
+
+        self.figure = Figure(figsize=FIGSIZE, dpi=DPI)
+        self._canvas = FigureCanvasAgg(self.figure)
+        self._cmap = colormap()
+        self._build_pca_panel()
+        self._build_head_panels()
+        self.head_axes, self.head_images, self._head_count = [], [], 0
+        self._background, self._background_layout = None, None
+        # The colour bar belongs to no heatmap: one 0..1 scale shared by whichever heads are shown.
+        self._colorbar_axes = self.figure.add_axes(panel_layout(1)[1])
+        bar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), self._cmap), cax=self._colorbar_axes)
+        bar.set_label("attention weight", fontsize=SMALL)
+        bar.ax.tick_params(labelsize=SMALL)
+        self._title = self.figure.text(0.5 * (_HEADS_BOX[0] + _HEADS_BOX[2]), 0.985, "", ha="center", va="bottom",
+                                       fontsize=FONT, linespacing=1.3)
+        self.renders = 0
+
+    def draw(self, frame):
+        """Show ``frame`` and return the figure as PNG bytes."""
+        state, weights, num_heads, seq_len = frame.state, frame.weights, frame.num_heads, frame.seq_len
+        if num_heads != self._head_count:
+            self._layout_head_panels(num_heads)
+        shown = (tuple(frame.labels), state.layer, state.position_mode) if state.trained else state.mask
+        layout = (num_heads, seq_len, state.trained, shown)  # what the static background shows
+        if layout != self._background_layout:
+            self._update_background(frame)
+        extent = (-0.5, seq_len - 0.5, seq_len - 0.5, -0.5)
+        for image, w in zip(self.head_images, weights, strict=True):
+            image.set_data(np.ma.masked_array(w, mask=~frame.allowed))  # masked cells are drawn grey
+            image.set_extent(extent)
+        self._update_pca_panel(frame)
+        self.renders += 1
+        return self._render_png(layout)
+
+    def min_font_px(self):
+        """The smallest visible, non-empty text of the picture, in pixels of its PNG."""
+        from matplotlib.text import Text
+
+        sizes = [t.get_fontsize() for t in self.figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
+        return round(min(sizes) * self.figure.dpi / 72, 2)
+
+    def _render_png(self, layout):
+        """Draw the figure and encode it as PNG bytes.
+
+        Everything that changes on every frame (heatmaps, points, arrows, labels) is an
+        *animated* artist, left out of ``canvas.draw()``. The rest -- frames, ticks, titles,
+        the colour bar -- is drawn once per ``layout`` and kept as a bitmap; a new frame copies
+        that bitmap back and draws only the animated artists on top (matplotlib's blitting).
+        """
+        if layout != self._background_layout:
+            self._canvas.draw()  # the static parts only
+            self._background = self._canvas.copy_from_bbox(self.figure.bbox)
+            self._background_layout = layout
+        else:
+            self._canvas.restore_region(self._background)
+        for artist in self._animated():
+            self.figure.draw_artist(artist)
+        rgba = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4) uint8
+        buffer = io.BytesIO()
+        require("PIL.Image").fromarray(rgba[..., :3]).save(buffer, format="png", compress_level=1)
+        return buffer.getvalue()
+
+    def _animated(self):
+        """The artists redrawn for every frame, in drawing order."""
+        boundaries = [ax.lines[0] for ax in self.head_axes if ax.lines[0].get_visible()]  # over the heatmaps
+        return [*self.head_images, *boundaries, self.pca_arrows, self.pca_inputs, self.pca_outputs, self._pca_title,
+                *(label for label in self._pca_labels if label.get_visible())]
+
+    def _build_head_panels(self):
+        """Make ``MAX_HEADS`` heatmap panels once, hidden; :meth:`_layout_head_panels` shows some."""
+        self._panel_pool = []
+        for h in range(MAX_HEADS):
+            ax = self.figure.add_axes((0, 0, 0.1, 0.1), visible=False)
+            image = ax.imshow(np.zeros((2, 2)), cmap=self._cmap, vmin=0.0, vmax=1.0, interpolation="nearest",
+                              animated=True)
+            ax.set_title(f"head {h}", fontsize=FONT, pad=2)
+            ax.tick_params(labelsize=SMALL, length=2, pad=1.5)
+            # With the padding mask, a dashed line separates the real queries from the padding ones.
+            ax.axhline(0, color="#333333", linewidth=1.0, linestyle=(0, (3, 2)), visible=False, animated=True)
+            self._panel_pool.append((ax, image))
+
+    def _layout_head_panels(self, num_heads):
+        """Show the first ``num_heads`` panels, packed in a grid; hide the rest (moving beats creating)."""
+        rows, cols = _grid(num_heads)
+        panels, colorbar = panel_layout(num_heads)
+        for h, (ax, _) in enumerate(self._panel_pool):
+            ax.set_visible(h < num_heads)
+            if h < num_heads:
+                ax.set_position(panels[h])
+                ax.set_ylabel("query" if h % cols == 0 else "", fontsize=FONT, labelpad=1)
+                ax.set_xlabel("key" if h + cols >= num_heads else "", fontsize=FONT, labelpad=1)  # bottom row
+        self.head_axes = [ax for ax, _ in self._panel_pool[:num_heads]]
+        self.head_images = [image for _, image in self._panel_pool[:num_heads]]
+        self._colorbar_axes.set_position(colorbar)
+        grid_top = panels[0][1] + panels[0][3]
+        self._title.set_position((self._title.get_position()[0], grid_top + 0.28 / FIGSIZE[1]))  # above "head 0"
+        self._head_count = num_heads
+        self._background_layout = None
+
+    def _build_pca_panel(self):
+        ax = self.pca_axes = self.figure.add_axes((_PCA_BOX[0], _PCA_BOX[1], _PCA_BOX[2] - _PCA_BOX[0],
+                                                   _PCA_BOX[3] - _PCA_BOX[1]))
+        ax.set_xticks([])  # principal-component coordinates have no meaning of their own
+        ax.set_yticks([])
+        ax.set_xlabel("principal component 1", fontsize=FONT, labelpad=2)
+        ax.set_ylabel("principal component 2", fontsize=FONT, labelpad=2)
+        empty = np.zeros((0, 2))
+        self.pca_inputs = ax.scatter(empty[:, 0], empty[:, 1], s=36, facecolors="white", edgecolors=_INPUT_COLOR,
+                                     linewidths=1.2, zorder=3, animated=True, label="input")
+        self.pca_outputs = ax.scatter(empty[:, 0], empty[:, 1], s=26, color=_INPUT_COLOR, zorder=4, animated=True,
+                                      label="output")
+        self.pca_arrows = None
+        self._pca_labels = [ax.text(0, 0, str(i), fontsize=SMALL, ha="center", va="center", visible=False,
+                                    animated=True, zorder=5) for i in range(MAX_SEQ_LEN)]
+        self._pca_title = ax.text(1.0, 1.02, "", transform=ax.transAxes, ha="right", va="bottom", fontsize=FONT,
+                                  animated=True)
+        ax.legend(loc="upper left", fontsize=SMALL, framealpha=0.85, handletextpad=0.3, borderpad=0.3)
+
+    def _update_pca_panel(self, frame):
+        ax, start, end, seq_len = self.pca_axes, frame.inputs_2d, frame.outputs_2d, frame.seq_len  # (seq_len, 2)
+        colors = np.where(frame.real, _INPUT_COLOR, _PAD_COLOR)
+        self.pca_inputs.set_offsets(start)
+        self.pca_inputs.set_edgecolors(colors)
+        self.pca_outputs.set_offsets(end)
+        self.pca_outputs.set_facecolors(colors)
+        if self.pca_arrows is not None:
+            self.pca_arrows.remove()  # a Quiver cannot change its number of arrows: make a new one
+        delta = end - start
+        self.pca_arrows = ax.quiver(start[:, 0], start[:, 1], delta[:, 0], delta[:, 1], color=colors,
+                                    angles="xy", scale_units="xy", scale=1, width=0.006, headwidth=4.5,
+                                    headlength=6, headaxislength=5.5, alpha=0.8, zorder=2, animated=True)
+        points = np.vstack([start, end])  # (2 * seq_len, 2)
+        low, high = points.min(axis=0), points.max(axis=0)
+        margin = 0.08 * (high - low).max() + 1e-9
+        ax.set_xlim(low[0] - margin, high[0] + margin)
+        ax.set_ylim(low[1] - margin, high[1] + 3 * margin)  # room for the legend
+        every = 1 if seq_len <= 16 else 4  # beyond 16 tokens the labels would overlap: label every 4th
+        for i, label in enumerate(self._pca_labels):  # the position number (or letter), just past each output
+            label.set_visible(i < seq_len and i % every == 0)
+            if i < seq_len:
+                direction = delta[i] / (np.linalg.norm(delta[i]) + 1e-12)
+                label.set_position(end[i] + 0.55 * margin * direction)
+                label.set_color(colors[i])
+                label.set_text(frame.labels[i])
+        what = f"layer {frame.state.layer} moved each token" if frame.state.trained else "the layer moved each token"
+        self._pca_title.set_text(f"where {what}\n(PCA: {100 * frame.explained.sum():.0f}% of the "
+                                 "variance)")
+
+    def _update_background(self, frame):
+        """Ticks and titles: the parts that change only with num_heads, seq_len, the mask or the tokens."""
+        from matplotlib.ticker import MaxNLocator
+
+        state, seq_len = frame.state, frame.seq_len
+        if state.trained and seq_len <= 16:
+            ticks = np.arange(seq_len)
+        else:
+            ticks = MaxNLocator(nbins=4, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
+            ticks = ticks[(ticks >= 0) & (ticks <= seq_len - 1)].astype(int)
+        labels = [frame.labels[t] for t in ticks]
+        limits = (-0.5, seq_len - 0.5)
+        padding = not state.trained and state.mask == "padding"
+        for ax in self.head_axes:
+            (line,) = ax.lines  # the padding boundary
+            line.set_visible(padding)
+            line.set_ydata([padded_length(seq_len) - 0.5] * 2)
+            ax.set_xlim(limits)
+            ax.set_ylim(limits[::-1])  # query 0 at the top, like a matrix
+            for axis in (ax.xaxis, ax.yaxis):  # ticks only on the outer panels
+                outer = bool(axis.get_label_text())
+                axis.set_ticks(ticks if outer else [], labels=labels if outer else [])
+        if state.trained:
+            where = "no positions" if state.position_mode == "none" else "learned positions"
+            self._title.set_text(f"attention weights, layer {state.layer} of the trained model ({where})\n"
+                                 "row = query, column = key  ·  grey = masked (causal)")
+            return
+        grey = {"none": "", "causal": "  ·  grey = masked", "padding": "  ·  grey = masked padding"}
+        rope = "RoPE, " if state.position_mode == "rope" else ""
+        self._title.set_text(f"attention weights, sequence {SHOWN + 1} of a batch of 2 ({rope}untrained)\n"
+                             f"row = query, column = key{grey[state.mask]}")

@@ -1,0 +1,275 @@
+"""The explorer's numbers: one pure function from the explorer's state to what a frame shows.
+
+:func:`compute_frame` takes a :class:`State` (every setting of the explorer) and returns a
+:class:`Frame` (every number the picture and the readout show). It draws nothing and keeps
+nothing between calls, so the notebook widget (:mod:`mhattn.explorer.controls`), the Voila
+app and the book's page in the browser (``book/live_explorer.py``) all show the same numbers,
+and a test can compare any of them with it. Importing this module needs NumPy only.
+
+What a frame holds, so that it can be recomputed independently::
+
+    # untrained: the tokens and the weights come from two independent random streams
+    x = np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model))
+                  for b in (0, 1)])                        # (2, seq_len, d_model)
+    output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
+    # shown: sequence 1 (the second of the batch): weights[1] and embedding_shift_2d(x[1], output[1])
+
+    # trained: the model's residual stream, layer by layer, up to the layer shown
+    model, tokens = load_trained(), encode_letters(text)
+    h = model.embed[tokens] + model.pos[:seq_len]           # (seq_len, d_model); positions="none": no pos
+    for mha in model.layers[:layer + 1]:
+        output, weights = mha(h[None], causal_mask(seq_len))
+        h_before, h = h, h + output[0]
+    # shown: weights[0] and embedding_shift_2d(h_before, h)
+
+Each sequence of random tokens is drawn from its own stream, one token after the other, so a
+longer ``seq_len`` adds tokens at the end and leaves the others as they were. For
+``mask="padding"`` the second sequence keeps its first ``padded_length(seq_len)`` tokens.
+"""
+
+import inspect
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .. import _checks
+from ..masks import causal_mask, padding_mask
+from ..multihead import MultiHeadAttention
+
+MIN_SEQ_LEN, MAX_SEQ_LEN = 2, 32
+D_MODELS = (12, 16, 32, 48, 64)
+MAX_HEADS = 8  # more panels than this would be too small to read
+MASKS = ("none", "causal", "padding")
+MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
+SHOWN = 1  # untrained, the explorer shows sequence 1 of the batch of two (the one padding shortens)
+DEFAULT_TOKENS = "a b c d x a b c"
+TRAINED_LAYERS = 2  # layers of the shipped trained model (mhattn/data/induction.npz)
+#: What ``positions`` may be: untrained, no positions or rotary ones (RoPE); trained, the
+#: model's learned position embeddings or none.
+POSITIONS = {False: ("none", "rope"), True: ("learned", "none")}
+
+
+def head_choices(d_model):
+    """The head counts the explorer offers for ``d_model``: divisors of it, at most ``MAX_HEADS``."""
+    return tuple(h for h in range(1, MAX_HEADS + 1) if d_model % h == 0)
+
+
+def padded_length(seq_len):
+    """Real tokens in the padded sequence: the first half (rounded up); the rest is padding."""
+    return seq_len - seq_len // 2
+
+
+def rope_available():
+    """Whether :class:`~mhattn.MultiHeadAttention` takes ``rope=True`` (rotary positions)."""
+    return "rope" in inspect.signature(MultiHeadAttention).parameters
+
+
+def rope_fits(d_model, num_heads):
+    """Whether RoPE can act on heads of ``d_k = d_model // num_heads``: it turns pairs, so d_k must be even."""
+    return (d_model // num_heads) % 2 == 0
+
+
+def position_choices(trained):
+    """The ``positions`` values the explorer offers for this kind of weights."""
+    return tuple(p for p in POSITIONS[bool(trained)] if p != "rope" or rope_available())
+
+
+def random_tokens(seed, seq_len, d_model):
+    """The untrained explorer's batch of two sequences of random token vectors, ``(2, seq_len, d_model)``.
+
+    Sequence ``b`` comes from ``np.random.default_rng([seed, b + 1])``, a stream of its own:
+    independent of the other sequence and of the weights, which
+    ``MultiHeadAttention(seed=seed)`` draws from ``np.random.RandomState(seed)``.
+    """
+    return np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model)) for b in (0, 1)])
+
+
+def parse_tokens(text, longest=MAX_SEQ_LEN):
+    """The letters of ``text`` as token ids ``(seq_len,)``, or a ValueError that says what to type."""
+    from ..model import encode_letters
+
+    if not isinstance(text, str):
+        raise TypeError(f"tokens must be a str of letters, like {DEFAULT_TOKENS!r}; got {text!r}")
+    tokens = encode_letters(text)  # a ValueError names any character that is not a letter
+    if not MIN_SEQ_LEN <= len(tokens) <= longest:
+        raise ValueError(f"tokens must hold {MIN_SEQ_LEN} to {longest} letters; got {len(tokens)} in {text!r}")
+    return tokens
+
+
+@dataclass(frozen=True)
+class State:
+    """Every setting of the explorer. Check one with :func:`check_state`.
+
+    ``trained`` chooses the weights; ``seq_len``, ``d_model``, ``num_heads``, ``seed`` and
+    ``mask`` act on the untrained layer, ``tokens`` and ``layer`` on the trained model, and
+    ``positions`` on both (see ``POSITIONS``; None means the first choice: "none" untrained,
+    "learned" trained).
+    """
+
+    trained: bool = False
+    seq_len: int = 8
+    d_model: int = 64
+    num_heads: int = 4
+    seed: int = 123
+    mask: str = "none"
+    tokens: str = DEFAULT_TOKENS
+    layer: int = 1
+    positions: str | None = None
+
+    @property
+    def position_mode(self):
+        return POSITIONS[self.trained][0] if self.positions is None else self.positions
+
+
+def check_state(state):
+    """``state`` with every setting checked (a clear error names any that the explorer cannot show)."""
+    d_model = _checks.positive_int("d_model", state.d_model)
+    if d_model not in D_MODELS:
+        raise ValueError(f"d_model must be one of {D_MODELS}; got {d_model}")
+    num_heads = _checks.positive_int("num_heads", state.num_heads)
+    if num_heads not in head_choices(d_model):
+        raise ValueError(f"num_heads must divide d_model = {d_model} and be at most {MAX_HEADS}: one of "
+                         f"{head_choices(d_model)}; got {num_heads}")
+    seq_len = _checks.positive_int("seq_len", state.seq_len)
+    if not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
+        raise ValueError(f"seq_len must be in [{MIN_SEQ_LEN}, {MAX_SEQ_LEN}]; got {seq_len}")
+    if state.mask not in MASKS:
+        raise ValueError(f"mask must be one of {MASKS}; got {state.mask!r}")
+    trained = _checks.flag("trained", state.trained)
+    parse_tokens(state.tokens)
+    layer = state.layer
+    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
+        raise TypeError(f"layer must be an int; got {layer!r} of type {type(layer).__name__}")
+    if not 0 <= layer < TRAINED_LAYERS:
+        raise ValueError(f"layer must be in [0, {TRAINED_LAYERS - 1}]; got {layer}")
+    choices = position_choices(trained)
+    if state.positions is not None and state.positions not in choices:
+        kind = "trained" if trained else "untrained"
+        raise ValueError(f"positions must be one of {choices} for the {kind} weights; got {state.positions!r}")
+    if state.positions == "rope" and not trained and not rope_fits(d_model, num_heads):
+        raise ValueError(f"positions='rope' needs an even d_k = d_model // num_heads (RoPE turns pairs of "
+                         f"coordinates); got d_k = {d_model // num_heads}")
+    return replace(state, trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads,
+                   seed=_checks.seed(state.seed), layer=int(layer))
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The numbers of one frame (see the module docstring for the recipe).
+
+    Attributes
+    ----------
+    state : State
+    weights : ndarray ``(num_heads, seq_len, seq_len)``
+        The shown sequence's attention weights, one matrix per head.
+    allowed : ndarray of bool ``(seq_len, seq_len)``
+        The cells a query may see (the others are masked: weight exactly 0).
+    x, output : ndarray ``(batch, seq_len, d_model)``
+        The layer's input and output (untrained: the batch of 2; trained: 1 sequence, the
+        residual stream before and after the layer shown).
+    inputs_2d, outputs_2d : ndarray ``(seq_len, 2)``; explained : ndarray ``(2,)``
+        The shown sequence's input and output in one PCA plane, and the variance it keeps.
+    real : ndarray of bool ``(seq_len,)``
+        False for padding tokens.
+    labels : list of str
+        One per position: its number, or (trained) its letter.
+    tokens, predictions : ndarray of int ``(seq_len,)`` or None
+        Trained: the token ids, and the model's guess of the token after each.
+    scores : dict of str -> ndarray ``(num_heads,)`` or None
+        Trained: each head's ``previous_token`` and ``prefix_matching`` scores on these tokens
+        (:mod:`mhattn.circuits`; None where no token repeats).
+    """
+
+    state: State
+    weights: np.ndarray
+    allowed: np.ndarray
+    x: np.ndarray
+    output: np.ndarray
+    inputs_2d: np.ndarray
+    outputs_2d: np.ndarray
+    explained: np.ndarray
+    real: np.ndarray
+    labels: list
+    tokens: np.ndarray | None = None
+    predictions: np.ndarray | None = None
+    scores: dict = field(default_factory=dict)
+
+    @property
+    def num_heads(self):
+        return self.weights.shape[0]
+
+    @property
+    def seq_len(self):
+        return self.weights.shape[-1]
+
+
+def compute_frame(state, model=None):
+    """The numbers the explorer shows for ``state``.
+
+    Parameters
+    ----------
+    state : State
+        Checked here (:func:`check_state`).
+    model : mhattn.model.InductionModel, optional
+        The trained model; default :func:`mhattn.model.load_trained` (read on each call:
+        pass it to draw many frames).
+
+    Returns
+    -------
+    Frame
+    """
+    state = check_state(state)
+    if state.trained:
+        return _trained_frame(state, model)
+    return _untrained_frame(state)
+
+
+def _embedding_shift_2d(inputs, outputs):
+    from .._optional import require
+
+    require("sklearn.decomposition")  # a clear message when scikit-learn is missing
+    from ..embedding_shift import embedding_shift_2d
+
+    return embedding_shift_2d(inputs, outputs)
+
+
+def _untrained_frame(state):
+    seq_len, d_model, num_heads, seed = state.seq_len, state.d_model, state.num_heads, state.seed
+    x = random_tokens(seed, seq_len, d_model)  # (2, seq_len, d_model)
+    mask = {
+        "none": None,
+        "causal": causal_mask(seq_len),  # (seq_len, seq_len)
+        "padding": padding_mask(np.array([seq_len, padded_length(seq_len)]), seq_len),  # (2, 1, 1, seq_len)
+    }[state.mask]
+    rope = {"rope": True} if state.position_mode == "rope" else {}
+    output, weights = MultiHeadAttention(d_model, num_heads, seed, **rope)(x, mask)
+    allowed = np.ones((2, 1, seq_len, seq_len), dtype=bool)
+    if mask is not None:
+        allowed = allowed & mask  # (2, 1, seq_len, seq_len)
+    inputs_2d, outputs_2d, explained = _embedding_shift_2d(x[SHOWN], output[SHOWN])
+    real = np.arange(seq_len) < (padded_length(seq_len) if state.mask == "padding" else seq_len)
+    return Frame(state, weights[SHOWN], allowed[SHOWN, 0], x, output, inputs_2d, outputs_2d, explained, real,
+                 [str(i) for i in range(seq_len)])
+
+
+def _trained_frame(state, model):
+    from .. import circuits
+    from ..model import decode_tokens, load_trained
+
+    model = load_trained() if model is None else model
+    tokens = parse_tokens(state.tokens, min(model.max_len, MAX_SEQ_LEN))
+    seq_len, use_positions = len(tokens), state.position_mode == "learned"
+    mask = causal_mask(seq_len)  # (seq_len, seq_len): the mask the model was trained with
+    h = model.embed[tokens]  # (seq_len, d_model): the residual stream
+    if use_positions:
+        h = h + model.pos[:seq_len]
+    for mha in model.layers[: state.layer + 1]:
+        output, weights = mha(h[None], mask)  # (1, seq_len, d_model), (1, num_heads, seq_len, seq_len)
+        h_before, h = h, h + output[0]
+    inputs_2d, outputs_2d, explained = _embedding_shift_2d(h_before, h)
+    predictions = model.predict(tokens, use_positions=use_positions)  # (seq_len,)
+    scores = {"previous_token": circuits.previous_token_score(weights), "prefix_matching": None}
+    if any(tokens[t] in tokens[:t] for t in range(seq_len)):  # some query has an earlier occurrence
+        scores["prefix_matching"] = circuits.prefix_matching_score(weights, tokens[None])
+    return Frame(state, weights[0], mask, h_before[None], h[None], inputs_2d, outputs_2d, explained,
+                 np.ones(seq_len, dtype=bool), decode_tokens(tokens).split(), tokens, predictions, scores)

@@ -1,0 +1,225 @@
+r"""Where order comes from: sinusoidal positional encodings and rotary embeddings (RoPE).
+
+Attention without a mask is permutation-equivariant: shuffle the tokens and the outputs
+shuffle the same way. A model learns order only from what tells positions apart.
+
+* :func:`sinusoidal_encoding` (Vaswani et al. 2017) is *added* to the tokens once, before
+  the first layer: position ``pos`` gets the vector of :math:`\sin, \cos` of
+  ``pos * theta_i``.
+* :func:`apply_rope` (Su et al. 2021) acts *inside* attention: it rotates each pair of
+  coordinates of every query and key by the angle ``pos * theta_i``. A rotation keeps
+  lengths, and the score :math:`q_i \cdot k_j` then depends on the positions only through
+  :math:`i - j`.
+
+Both use the frequencies of :func:`rope_angles`, :math:`\theta_i = \text{base}^{-2i/d}`.
+RoPE pairs coordinate ``i`` with ``i + d_k / 2`` (GPT-NeoX, Hugging Face's Llama);
+:func:`apply_rope_interleaved` pairs ``2i`` with ``2i + 1`` (RoFormer, Meta's Llama code),
+and :func:`interleaved_to_half_split` is the fixed column permutation between the two.
+Notebook 08 shows each of them at work.
+"""
+
+import numbers
+
+import numpy as np
+
+from . import _checks
+
+
+def _angles_args(positions, d_k, base):
+    positions = position_array(positions, None)
+    return {"positions": positions, "d_k": _checks.positive_int("d_k", d_k), "base": _base(base)}, None
+
+
+@_checks.checked(_angles_args)
+def rope_angles(positions, d_k, base=10000.0):
+    r"""The angle of every position and frequency: ``angles[p, i] = positions[p] * base ** (-2 i / d_k)``.
+
+    Parameters
+    ----------
+    positions : ndarray of int, shape ``(seq_len,)``
+    d_k : int
+        Width of the vectors; there are ``ceil(d_k / 2)`` frequencies, from 1 radian per
+        position down to nearly ``1 / base``.
+    base : float, default 10000.0
+
+    Returns
+    -------
+    ndarray of shape ``(seq_len, ceil(d_k / 2))``, float64
+    """
+    frequencies = base ** (-np.arange(0, d_k, 2) / d_k)  # (ceil(d_k / 2),): theta_i = base^(-2i / d_k)
+    return np.multiply.outer(positions, frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
+
+
+def _sinusoidal_args(seq_len, d_model, base):
+    seq_len = _count("seq_len", seq_len)
+    return {"seq_len": seq_len, "d_model": _checks.positive_int("d_model", d_model), "base": _base(base)}, None
+
+
+@_checks.checked(_sinusoidal_args)
+def sinusoidal_encoding(seq_len, d_model, base=10000.0):
+    r"""The sinusoidal positional encodings of Vaswani et al. (2017), section 3.5.
+
+    .. math::
+
+        PE_{pos,\, 2i} = \sin(pos\, \theta_i), \qquad PE_{pos,\, 2i+1} = \cos(pos\, \theta_i),
+        \qquad \theta_i = \text{base}^{-2i/d_{\text{model}}}.
+
+    Added to the token embeddings before the first layer. For a fixed offset ``k``,
+    ``PE[pos + k]`` is a linear function of ``PE[pos]`` (each ``(sin, cos)`` pair turns by the
+    angle ``k * theta_i``), the same for every ``pos``.
+
+    Parameters
+    ----------
+    seq_len : int >= 0
+    d_model : int >= 1
+        An odd ``d_model`` ends with a sine column.
+    base : float > 0, default 10000.0
+
+    Returns
+    -------
+    ndarray of shape ``(seq_len, d_model)``, float64
+    """
+    angles = rope_angles(np.arange(seq_len), d_model, base)  # (seq_len, ceil(d_model / 2))
+    encoding = np.empty((seq_len, d_model))  # (seq_len, d_model)
+    encoding[:, 0::2] = np.sin(angles)  # even columns: sin(pos theta_i)
+    encoding[:, 1::2] = np.cos(angles[:, : d_model // 2])  # odd columns: cos(pos theta_i)
+    return encoding
+
+
+def _rope_args(x, positions, base):
+    x = _checks.real_array("x", x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have shape (..., seq_len, d_k); got shape {x.shape}")
+    d_k = x.shape[-1]
+    if d_k % 2 or d_k == 0:
+        raise ValueError(
+            f"d_k (the last axis of x) must be even and positive: RoPE turns pairs of coordinates; got x of shape "
+            f"{x.shape}, d_k = {d_k}"
+        )
+    _checks.finite("x", x)
+    positions = position_array(positions, x.shape[-2])
+    dtype, result_dtype = _checks.compute_dtype(x)
+    return {"x": x.astype(dtype, copy=False), "positions": positions, "base": _base(base)}, result_dtype
+
+
+@_checks.checked(_rope_args)
+def apply_rope(x, positions, base=10000.0):
+    r"""Rotary position embedding (Su et al. 2021), pairing coordinate ``i`` with ``i + d_k / 2``.
+
+    Each pair :math:`(x_i, x_{i + d_k/2})` of the vector at position :math:`p` turns by the
+    angle :math:`p\,\theta_i`:
+
+    .. math::
+
+        \begin{pmatrix} y_i \\ y_{i + d_k/2} \end{pmatrix} =
+        \begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}
+        \begin{pmatrix} x_i \\ x_{i + d_k/2} \end{pmatrix},
+        \qquad \theta_i = \text{base}^{-2i/d_k}.
+
+    Applied to queries and keys (never to values), it makes every score
+    :math:`\operatorname{rope}(q, i) \cdot \operatorname{rope}(k, j)` a function of
+    :math:`q`, :math:`k` and :math:`i - j` only. This "half-split" pairing is GPT-NeoX's
+    and Hugging Face's Llama's (``rotate_half``); for RoFormer's see
+    :func:`apply_rope_interleaved`.
+
+    Parameters
+    ----------
+    x : ndarray of shape ``(..., seq_len, d_k)``
+        Queries or keys, ``d_k`` even. float32 stays float32; float16 is computed in float32.
+    positions : array of int, shape ``(seq_len,)``
+        The position of each row; negative positions turn backwards (the inverse rotation).
+    base : float > 0, default 10000.0
+
+    Returns
+    -------
+    ndarray shaped like ``x``
+    """
+    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2), float64
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (seq_len, d_k / 2) each
+    x1, x2 = np.split(x, 2, axis=-1)  # (..., seq_len, d_k / 2) each: pair i is (x1[..., i], x2[..., i])
+    return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k)
+
+
+@_checks.checked(_rope_args)
+def apply_rope_interleaved(x, positions, base=10000.0):
+    r"""Rotary position embedding in RoFormer's convention: coordinate ``2i`` pairs with ``2i + 1``.
+
+    The same rotations as :func:`apply_rope`, on other pairs. With
+    ``order = interleaved_to_half_split(d_k)``,
+    ``apply_rope_interleaved(x, p)[..., order] == apply_rope(x[..., order], p)``.
+
+    Parameters and returns are :func:`apply_rope`'s.
+    """
+    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (seq_len, d_k / 2) each
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d_k / 2) each: pair i is (x[2i], x[2i + 1])
+    rotated = np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k / 2, 2)
+    return rotated.reshape(x.shape)  # (..., seq_len, d_k): back to 2i, 2i + 1
+
+
+def _order_args(d_k):
+    d_k = _checks.positive_int("d_k", d_k)
+    if d_k % 2:
+        raise ValueError(f"d_k must be even: RoPE turns pairs of coordinates; got d_k = {d_k}")
+    return {"d_k": d_k}, None
+
+
+@_checks.checked(_order_args)
+def interleaved_to_half_split(d_k):
+    """The column order that turns the interleaved pairing into the half-split one.
+
+    ``order = [0, 2, 4, ..., d_k - 2, 1, 3, ..., d_k - 1]``: the first coordinates of the
+    pairs, then the second ones. Reordering the query and key columns of every head of a
+    model (``W_q[:, order]``, ``W_k[:, order]``) changes no score, since the dot product sums
+    over the same pairs; that is how a checkpoint of one convention runs in the other.
+
+    Returns
+    -------
+    ndarray of int, shape ``(d_k,)``
+    """
+    return np.concatenate([np.arange(0, d_k, 2), np.arange(1, d_k, 2)])  # (d_k,): evens, then odds
+
+
+# --- argument checks (shared with MultiHeadAttention's rope option) -----------------------------------------
+
+
+def position_array(positions, seq_len):
+    """``positions`` as a 1-D int64 array of length ``seq_len`` (any length if None), or a clear error."""
+    array = np.asarray(positions)
+    if array.dtype.kind not in "iu" or array.dtype == np.uint64:
+        raise TypeError(
+            f"positions must be an array of ints (one per row of x, e.g. np.arange(seq_len)); got dtype {array.dtype}"
+        )
+    if array.ndim != 1:
+        raise ValueError(f"positions must be 1-D, one int per row; got shape {array.shape}")
+    if seq_len is not None and array.shape != (seq_len,):
+        raise ValueError(f"positions must have shape (seq_len,) = ({seq_len},); got shape {array.shape}")
+    return array.astype(np.int64, copy=False)
+
+
+def rope_settings(rope, rope_base, d_k):
+    """Check :class:`mhattn.MultiHeadAttention`'s ``rope`` and ``rope_base``; return them as ``(bool, float)``."""
+    rope = _checks.flag("rope", rope)
+    rope_base = _base(rope_base, "rope_base")
+    if rope and d_k % 2:
+        raise ValueError(
+            f"rope=True needs an even d_k = d_model // num_heads (RoPE turns pairs of coordinates); got d_k = {d_k}"
+        )
+    return rope, rope_base
+
+
+def _base(value, name="base"):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        kind = type(value).__name__
+        raise TypeError(f"{name} must be a positive float (10000.0 is usual); got {value!r} of type {kind}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive, finite float (10000.0 is usual); got {value}")
+    return float(value)
+
+
+def _count(name, value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= 0; got {value!r} of type {type(value).__name__}")
+    if value < 0:
+        raise ValueError(f"{name} must be an int >= 0; got {value}")
+    return int(value)

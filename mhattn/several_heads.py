@@ -1,0 +1,299 @@
+r"""Why several heads: a task that one head learns poorly and two heads learn easily, with the same parameters.
+
+At every position ``t`` a one-layer model reports two tokens, through two separate linear
+readouts: the previous token ``tokens[t - 1]`` and the token two back ``tokens[t - 2]``.
+
+.. code-block:: text
+
+    h = embed[tokens] + pos                               # (batch, seq_len, d_model)
+    out, weights = MultiHeadAttention(h, causal_mask)     # (batch, seq_len, d_model)
+    logits[0] = out @ readouts[0]                         # the previous token: (batch, seq_len, vocab)
+    logits[1] = out @ readouts[1]                         # the token two back
+
+Positions are learned embeddings added to the tokens' (as in :class:`mhattn.model.InductionModel`).
+There is no residual connection: the readouts see only what attention brings. One head gives
+every query one softmax row, one convex combination of the values; several heads give several,
+with the same shapes of ``W_qkv`` and ``W_o``, so the same parameter count (Vaswani et al. 2017,
+section 3.2.2: "with a single attention head, averaging inhibits this").
+
+Everything is seeded: one ``seed`` spawns independent streams for the initial weights, the
+training batches and the evaluation sequences (:func:`streams`), so accuracy is measured on
+sequences the model never saw, and every ``num_heads`` starts from the same numbers.
+"""
+
+import copy
+import numbers
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from . import _checks
+from .heads import combine_heads, split_heads
+from .masks import causal_mask
+from .multihead import MultiHeadAttention
+from .train import Adam, cross_entropy
+
+VOCAB = 16  #: token ids 0..15
+SEQ_LEN = 16  #: tokens per sequence
+D_MODEL = 32  #: width of the embeddings and of the attention layer
+STEPS = 300  #: training steps
+BATCH_SIZE = 32  #: sequences per training step
+LEARNING_RATE = 1e-2  #: Adam's step size
+EMBED_SCALE = 0.5  #: standard deviation of the initial token and position embeddings
+OFFSETS = (1, 2)  #: the two slots: the token 1 back and the token 2 back
+FIRST_SCORED = max(OFFSETS)  #: positions t >= 2 have both tokens to report
+
+
+def two_slot_batch(rng, batch_size, *, vocab=VOCAB, seq_len=SEQ_LEN):
+    """Random sequences and, at every position, the two tokens to report.
+
+    Returns
+    -------
+    tokens : ndarray of int, shape ``(batch_size, seq_len)``
+        Uniform in ``[0, vocab)``, independent, drawn from ``rng``.
+    targets : ndarray of int, shape ``(2, batch_size, seq_len)``
+        ``targets[0, :, t] = tokens[:, t - 1]`` and ``targets[1, :, t] = tokens[:, t - 2]``;
+        only positions ``t >= FIRST_SCORED`` count (before that they wrap around).
+    """
+    batch_size, vocab, seq_len = (_checks.positive_int(n, v) for n, v in
+                                  [("batch_size", batch_size), ("vocab", vocab), ("seq_len", seq_len)])
+    tokens = rng.integers(0, vocab, size=(batch_size, seq_len))  # (batch, seq_len)
+    targets = np.stack([np.roll(tokens, k, axis=1) for k in OFFSETS])  # (2, batch, seq_len): token t - k at t
+    return tokens, targets
+
+
+class TwoSlotModel:
+    """Embeddings, one causal :class:`~mhattn.MultiHeadAttention`, two linear readouts.
+
+    Parameters
+    ----------
+    num_heads : int
+        Must divide ``d_model``.
+    vocab, seq_len, d_model : int, keyword only
+        Defaults 16, 16, 32.
+    seed : int, keyword only, default 0
+        Seeds the initial weights: embeddings ``N(0, EMBED_SCALE**2)``, readouts
+        ``N(0, 1 / d_model)``, the attention layer's own initialisation; the same numbers
+        for every ``num_heads``.
+
+    Attributes
+    ----------
+    embed, pos : ndarrays of shapes ``(vocab, d_model)``, ``(seq_len, d_model)``
+    attention : MultiHeadAttention
+    readouts : ndarray of shape ``(2, d_model, vocab)``
+        ``readouts[0]`` reads the previous token, ``readouts[1]`` the token two back.
+    seed : int or None
+        Set by :func:`train`: the seed whose streams trained the model.
+    """
+
+    def __init__(self, num_heads, *, vocab=VOCAB, seq_len=SEQ_LEN, d_model=D_MODEL, seed=0):
+        self.vocab = _checks.positive_int("vocab", vocab)
+        self.seq_len = _checks.positive_int("seq_len", seq_len)
+        if self.seq_len <= FIRST_SCORED:
+            raise ValueError(f"seq_len must be at least {FIRST_SCORED + 1}, to score any position; got {seq_len}")
+        rng = np.random.default_rng(_checks.seed(seed))
+        self.attention = MultiHeadAttention(d_model, num_heads, seed=int(rng.integers(2**32)))
+        self.d_model, self.num_heads = self.attention.d_model, self.attention.num_heads
+        self.embed = rng.standard_normal((self.vocab, self.d_model)) * EMBED_SCALE  # (vocab, d_model)
+        self.pos = rng.standard_normal((self.seq_len, self.d_model)) * EMBED_SCALE  # (seq_len, d_model)
+        self.readouts = rng.standard_normal((2, self.d_model, self.vocab)) / np.sqrt(self.d_model)
+        self.seed = None  # set by train()
+
+    def parameters(self):
+        """Every trainable array by name (the live arrays: an optimiser updates them in place)."""
+        return {"embed": self.embed, "pos": self.pos, "W_qkv": self.attention.W_qkv,
+                "W_o": self.attention.W_o, "readouts": self.readouts}
+
+    def parameter_count(self):
+        """How many numbers training adjusts: the same for every ``num_heads``."""
+        return sum(p.size for p in self.parameters().values())
+
+    def forward(self, tokens):
+        """Both slots' logits and the attention weights.
+
+        Parameters
+        ----------
+        tokens : array_like of int, shape ``(batch, seq_len)``
+
+        Returns
+        -------
+        logits : ndarray of shape ``(2, batch, seq_len, vocab)``
+        weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``
+        """
+        tokens = self.check_tokens(tokens)
+        h = self.embed[tokens] + self.pos  # (batch, seq_len, d_model)
+        out, weights = self.attention(h, causal_mask(self.seq_len))  # (batch, seq_len, d_model), (b, H, s, s)
+        return out[None] @ self.readouts[:, None], weights  # (2, batch, seq_len, vocab)
+
+    __call__ = forward
+
+    def check_tokens(self, tokens):
+        """``tokens`` as an int array of shape ``(batch, seq_len)``, or a clear error."""
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 2 or tokens.shape[1] != self.seq_len or not np.issubdtype(tokens.dtype, np.integer):
+            raise ValueError(f"tokens must be ints of shape (batch, {self.seq_len}); got {tokens.dtype} "
+                             f"of shape {tokens.shape}")
+        if tokens.size and (tokens.min() < 0 or tokens.max() >= self.vocab):
+            raise ValueError(f"tokens must lie in [0, {self.vocab}); got {tokens.min()} to {tokens.max()}")
+        return tokens
+
+    def __repr__(self):
+        return (f"TwoSlotModel(num_heads={self.num_heads}, vocab={self.vocab}, seq_len={self.seq_len}, "
+                f"d_model={self.d_model}, parameters={self.parameter_count()})")
+
+
+def loss_and_grads(model, tokens, targets):
+    """Forward and backward on one batch: the two slots' mean cross-entropies, added.
+
+    ``tokens`` is ``(batch, seq_len)`` and ``targets`` ``(2, batch, seq_len)``; only positions
+    ``t >= FIRST_SCORED`` count. The backward is the chapter's own:
+    :meth:`mhattn.MultiHeadAttention.vjp` for the layer, :func:`mhattn.train.cross_entropy`
+    for the loss. Returns the loss (float) and a dict with one gradient per entry of
+    ``model.parameters()``, same shape.
+    """
+    tokens = model.check_tokens(tokens)
+    if np.shape(targets) != (len(OFFSETS),) + tokens.shape:
+        raise ValueError(f"targets must have shape (2, batch, seq_len) = {(2,) + tokens.shape}; "
+                         f"got {np.shape(targets)}")
+    h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
+    out, _, backward = model.attention.vjp(h, causal_mask(model.seq_len))  # (batch, seq_len, d_model)
+    scored = out[:, FIRST_SCORED:].reshape(-1, model.d_model)  # (count, d_model)
+    loss, d_scored = 0.0, np.zeros_like(scored)
+    d_readouts = np.zeros_like(model.readouts)  # (2, d_model, vocab)
+    for slot in range(len(OFFSETS)):
+        logits = scored @ model.readouts[slot]  # (count, vocab)
+        slot_loss, d_logits = cross_entropy(logits, targets[slot, :, FIRST_SCORED:].reshape(-1))
+        loss += slot_loss
+        d_readouts[slot] = scored.T @ d_logits  # (d_model, vocab)
+        d_scored += d_logits @ model.readouts[slot].T  # (count, d_model)
+    d_out = np.zeros_like(out)  # (batch, seq_len, d_model): unscored positions get no gradient
+    d_out[:, FIRST_SCORED:] = d_scored.reshape(len(tokens), -1, model.d_model)
+    layer = backward(d_out)  # {"x", "W_qkv", "W_o"}
+    d_embed = np.zeros_like(model.embed)  # (vocab, d_model)
+    np.add.at(d_embed, tokens.reshape(-1), layer["x"].reshape(-1, model.d_model))  # summed per token id
+    grads = {"embed": d_embed, "pos": layer["x"].sum(axis=0), "W_qkv": layer["W_qkv"], "W_o": layer["W_o"],
+             "readouts": d_readouts}
+    return loss, grads
+
+
+def streams(seed):
+    """The three independent generators one seed gives: weights' seed, training batches, evaluation."""
+    weights, training, evaluation = np.random.SeedSequence(_checks.seed(seed)).spawn(3)
+    return int(weights.generate_state(1)[0]), np.random.default_rng(training), np.random.default_rng(evaluation)
+
+
+def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_RATE, threads=1):
+    """Train a fresh :class:`TwoSlotModel` with Adam (:class:`mhattn.train.Adam`), in float64.
+
+    ``seed`` spawns the weights' and the batches' streams (:func:`streams`); ``steps`` batches
+    of ``batch_size`` sequences, step size ``lr``; ``threads`` BLAS threads (one is fastest for
+    matrices this small). The model comes back with ``model.seed`` set, so that
+    :func:`evaluation_batch` can give it fresh sequences.
+    """
+    steps = _checks.positive_int("steps", steps)
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    if isinstance(lr, (bool, np.bool_)) or not (isinstance(lr, numbers.Real) and 0 < lr < np.inf):
+        raise ValueError(f"lr must be a positive float; got {lr!r}")
+    weights_seed, training, _ = streams(seed)
+    model = TwoSlotModel(num_heads, seed=weights_seed)
+    model.seed = seed
+    optimizer = Adam(model.parameters(), lr=lr)
+    with threadpool_limits(limits=_checks.positive_int("threads", threads), user_api="blas"):
+        for _ in range(steps):
+            tokens, targets = two_slot_batch(training, batch_size, vocab=model.vocab, seq_len=model.seq_len)
+            _, grads = loss_and_grads(model, tokens, targets)
+            optimizer.step(grads)
+    return model
+
+
+def evaluation_batch(seed, num_sequences=1024, *, vocab=VOCAB, seq_len=SEQ_LEN):
+    """Fresh sequences for the model trained with ``seed``: its own evaluation stream, never trained on."""
+    return two_slot_batch(streams(seed)[2], num_sequences, vocab=vocab, seq_len=seq_len)
+
+
+def slot_accuracy(model, tokens, targets):
+    """Per slot, the fraction of positions ``t >= FIRST_SCORED`` whose argmax is the right token.
+
+    Returns
+    -------
+    ndarray of shape ``(2,)``
+        Accuracy on the previous token, then on the token two back. Chance is ``1 / vocab``.
+    """
+    logits, _ = model(tokens)  # (2, batch, seq_len, vocab)
+    if np.shape(targets) != logits.shape[:-1]:
+        raise ValueError(f"targets must have shape (2, batch, seq_len) = {logits.shape[:-1]}; "
+                         f"got {np.shape(targets)}")
+    hits = logits.argmax(axis=-1) == targets  # (2, batch, seq_len)
+    return hits[:, :, FIRST_SCORED:].mean(axis=(1, 2))
+
+
+def offset_profile(weights, max_offset=3):
+    """Per head, the mean weight that query ``t`` puts on key ``t - k``, for ``k = 0 .. max_offset``.
+
+    Averaged over the batch and over queries ``t >= max_offset`` (where every such key
+    exists). A head with most of its weight in column ``k = 1`` is a previous-token head, in
+    the terms of Olsson et al. (2022); ``k = 2`` is the same for the token two back.
+    ``weights`` is ``(batch, num_heads, seq_len, seq_len)``; returns ``(num_heads, max_offset + 1)``.
+    """
+    if not 0 <= max_offset < weights.shape[-1]:
+        raise ValueError(f"max_offset must lie in [0, seq_len) = [0, {weights.shape[-1]}); got {max_offset}")
+    t = np.arange(max_offset, weights.shape[-1])  # (queries,)
+    return np.stack([weights[:, :, t, t - k].mean(axis=(0, 2)) for k in range(max_offset + 1)], axis=-1)
+
+
+def mean_weights(model, tokens):
+    """The attention weights averaged over a batch: ``(num_heads, seq_len, seq_len)``, for heatmaps."""
+    return model(tokens)[1].mean(axis=0)
+
+
+def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, **train_kwargs):
+    """Train one model per head count and seed; measure both slots on fresh sequences.
+
+    Returns
+    -------
+    models : dict
+        ``models[num_heads, seed]`` is the trained :class:`TwoSlotModel`.
+    accuracy : dict
+        ``accuracy[num_heads, seed]`` is :func:`slot_accuracy` on :func:`evaluation_batch`.
+    """
+    models, accuracy = {}, {}
+    for num_heads in head_counts:
+        for seed in seeds:
+            model = train(num_heads, seed=seed, **train_kwargs)
+            models[num_heads, seed] = model
+            accuracy[num_heads, seed] = slot_accuracy(model, *evaluation_batch(seed, num_sequences))
+    return models, accuracy
+
+
+def logits_with_weights(model, tokens, weights):
+    """Both slots' logits when the attention weights are given instead of computed by the softmax.
+
+    For experiments on what a row of weights can express: the values, ``W_o`` and the
+    readouts are the model's own; only the weights, ``(batch, num_heads, seq_len, seq_len)``,
+    are replaced. ``tokens`` is ``(batch, seq_len)``; returns ``(2, batch, seq_len, vocab)``.
+    """
+    tokens = model.check_tokens(tokens)
+    expected = (len(tokens), model.num_heads, model.seq_len, model.seq_len)
+    if np.shape(weights) != expected:
+        raise ValueError(f"weights must have shape (batch, num_heads, seq_len, seq_len) = {expected}; "
+                         f"got {np.shape(weights)}")
+    h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
+    W_v = model.attention.W_qkv[:, 2 * model.d_model :]  # (d_model, d_model): the value columns
+    V = split_heads(h @ W_v, model.num_heads)  # (batch, num_heads, seq_len, d_k)
+    out = combine_heads(weights @ V) @ model.attention.W_o  # (batch, seq_len, d_model)
+    return out[None] @ model.readouts[:, None]  # (2, batch, seq_len, vocab)
+
+
+def without_heads(model, heads):
+    """A copy of ``model`` in which the given heads reach nothing: their ``d_k`` rows of ``W_o`` are zero.
+
+    A head's output enters the layer's output only through its rows of ``W_o``, so this is
+    the head masking of Michel et al. (2019) at test time; the model itself is untouched.
+    """
+    pruned = copy.deepcopy(model)
+    d_k = model.attention.d_k
+    for head in heads:
+        if not 0 <= head < model.num_heads:
+            raise ValueError(f"heads must lie in [0, {model.num_heads}); got {head}")
+        pruned.attention.W_o[head * d_k : (head + 1) * d_k] = 0.0  # (d_k, d_model) rows read head `head`
+    return pruned

@@ -1,0 +1,178 @@
+"""The trainer's doors: every argument checked before a step is taken, and its documented parts.
+
+The loss is compared with its definition computed independently (the model's own forward,
+then a logsumexp per position, in Python); the random streams with the ones the
+docstring names.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import mhattn.train as trainer
+from mhattn.model import InductionModel, induction_batch
+from mhattn.train import Adam, loss_and_grads, main, train
+
+
+def _no_training(*args, **kwargs):
+    raise AssertionError("training started before every argument was checked")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"lr": float("nan")}, ValueError, "lr must be a finite float > 0; got nan"),
+        ({"lr": float("inf")}, ValueError, "lr must be a finite float > 0"),
+        ({"lr": -1.0}, ValueError, "lr must be a finite float > 0; got -1"),
+        ({"lr": 0}, ValueError, "lr must be a finite float > 0"),
+        ({"lr": True}, TypeError, "lr must be"),
+        ({"lr": "0.1"}, TypeError, "lr must be"),
+        ({"eval_every": 0}, ValueError, "eval_every must be a positive int"),
+        ({"num_layers": 0}, ValueError, "num_layers must be a positive int"),
+        ({"steps": 0}, ValueError, "steps must be a positive int"),
+        ({"progress": "yes"}, TypeError, "progress must be True or False"),
+        ({"dtype": "int32"}, ValueError, "dtype must be float32 or float64"),
+    ],
+)
+def test_train_checks_every_argument_before_the_first_step(monkeypatch, kwargs, error, message):
+    monkeypatch.setattr(trainer, "loss_and_grads", _no_training)
+    with pytest.raises(error, match=message):
+        train(**{"steps": 1} | kwargs)
+
+
+def test_adam_refuses_a_learning_rate_that_is_not_a_finite_positive_float():
+    params = {"w": np.zeros(2)}
+    for lr in (float("nan"), -1.0, 0.0):
+        with pytest.raises(ValueError, match="lr must be a finite float > 0"):
+            Adam(params, lr=lr)
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["--lr", "nan"], "--lr"),
+        (["--lr", "-1"], "--lr"),
+        (["--lr", "inf"], "--lr"),
+        (["--steps", "0"], "--steps"),
+        (["--steps", "1.5"], "--steps"),
+        (["--layers", "0"], "--layers"),
+        (["--seed", "-1"], "--seed"),
+        (["--seed", str(2**32)], "--seed"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--threads", "0"], "--threads"),
+    ],
+)
+def test_bad_command_line_values_are_usage_errors_before_training(monkeypatch, capsys, tmp_path, argv, option):
+    monkeypatch.setattr(trainer, "train", _no_training)
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--out", str(tmp_path / "m.npz")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage:") and f"argument {option}:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("out", [".", "..", "folder", "folder/"])
+def test_out_must_name_a_file_not_a_folder(monkeypatch, capsys, tmp_path, out):
+    monkeypatch.setattr(trainer, "train", _no_training)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(SystemExit):
+        main(["--out", out])
+    assert "is a folder" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.npz")) and not list(tmp_path.glob(".*npz"))
+
+
+def test_an_unwritable_out_is_refused_before_training(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(trainer, "train", _no_training)
+    (tmp_path / "a_file").write_text("")
+    for out in (tmp_path / "missing" / "m.npz", tmp_path / "a_file" / "m.npz"):
+        with pytest.raises(SystemExit):
+            main(["--out", str(out)])
+        assert f"cannot write {out}" in capsys.readouterr().err
+
+
+def test_the_command_line_prints_the_path_it_wrote(monkeypatch, capsys, tmp_path):
+    small = InductionModel(1, vocab=6, max_len=8, d_model=8, num_heads=2)
+    monkeypatch.setattr(trainer, "train", lambda *args, **kwargs: small)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--out", "model", "--quiet"]) == 0
+    assert (tmp_path / "model.npz").is_file() and not (tmp_path / "model").exists()
+    assert "saved model.npz\n" in capsys.readouterr().out
+
+
+def test_help_is_plain_text_with_every_default(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert ":class:" not in text and ":func:" not in text and "``" not in text
+    options = ["--layers", "--seed", "--steps", "--lr", "--batch-size", "--dtype", "--threads", "--quiet"]
+    for option in options:
+        after = text.split(f"  {option}", 1)[1]
+        help_of_option = after.split("\n  --", 1)[0]
+        assert "default" in help_of_option, option
+    assert "(default: float32)" in " ".join(text.split())
+
+
+def test_the_loss_is_the_mean_cross_entropy_of_every_next_token():
+    model = InductionModel(2, vocab=16, max_len=12, d_model=16, num_heads=2, seed=4)
+    tokens, n = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
+    loss = loss_and_grads(model, tokens, n, np.float64)[0]
+    logits = model.forward(tokens)[0]  # (batch, seq_len, vocab): the model's own forward
+    terms = []
+    for b in range(len(tokens)):
+        for t in range(tokens.shape[1] - 1):  # a language model's loss: every position predicts token t + 1
+            row = [float(z) for z in logits[b, t]]
+            top = max(row)
+            log_sum = top + math.log(sum(math.exp(z - top) for z in row))
+            terms.append(log_sum - row[tokens[b, t + 1]])
+    assert loss == pytest.approx(sum(terms) / len(terms), rel=1e-12)
+
+
+def test_weights_and_batches_come_from_the_documented_streams(monkeypatch):
+    seed, batch_size = 7, 3
+    seen = []
+
+    def recording(model, tokens, n, dtype):
+        seen.append(({name: p.copy() for name, p in model.parameters().items()}, tokens.copy(), n.copy()))
+        return loss_and_grads(model, tokens, n, dtype)
+
+    monkeypatch.setattr(trainer, "loss_and_grads", recording)
+    train(1, seed=seed, steps=2, batch_size=batch_size)
+    weights_stream, batch_stream = np.random.SeedSequence(seed).spawn(2)
+    expected = InductionModel(1, seed=int(weights_stream.generate_state(1)[0]))
+    for name, array in expected.parameters().items():
+        np.testing.assert_array_equal(seen[0][0][name], array, err_msg=name)
+    data = np.random.default_rng(batch_stream)
+    for _, tokens, n in seen:
+        expected_tokens, expected_n = induction_batch(data, batch_size)
+        np.testing.assert_array_equal(tokens, expected_tokens)
+        np.testing.assert_array_equal(n, expected_n)
+
+
+@pytest.mark.parametrize(
+    "change, error, message",
+    [
+        ({"tokens": np.arange(12) % 16}, ValueError, r"batch of shape \(batch, seq_len\)"),
+        ({"tokens": [[1, 2], [3]]}, ValueError, "ragged"),
+        ({"n": np.array([3, 3])}, ValueError, r"n must be ints of shape \(6,\)"),
+        ({"n": np.full(6, 3.0)}, ValueError, "n must be ints"),
+        ({"n": np.full(6, 7)}, ValueError, r"n must be in \[1, seq_len // 2 = 6\]"),
+        ({"n": np.zeros(6, dtype=int)}, ValueError, "n must be in"),
+        ({"dtype": np.int64}, ValueError, "dtype must be float32 or float64"),
+    ],
+)
+def test_the_loss_checks_its_batch(change, error, message):
+    model = InductionModel(1, vocab=16, max_len=12, d_model=8, num_heads=2)
+    tokens, n = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
+    arguments = {"tokens": tokens, "n": n, "dtype": np.float64} | change
+    with pytest.raises(error, match=message):
+        loss_and_grads(model, arguments["tokens"], arguments["n"], arguments["dtype"])
+
+
+def test_the_loss_names_a_nan_parameter_instead_of_returning_nan():
+    model = InductionModel(1, vocab=16, max_len=12, d_model=8, num_heads=2)
+    model.unembed[3, 4] = np.nan
+    tokens, n = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
+    with pytest.raises(ValueError, match="unembed must be finite"):
+        loss_and_grads(model, tokens, n, np.float64)
