@@ -80,7 +80,7 @@ NBVAL_COMMENT = re.compile(r"^[ \t]*# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 def live_note(has_frame):
     """The Markdown that stands in for a live widget on a static page."""
     frame = "The picture above is its first frame, as stored in the notebook. " if has_frame else ""
-    return (f"*{frame}This Python widget's controls need a running kernel: [run it on Binder]({LIVE_URL}) "
+    return (f"*{frame}This Python widget's controls need a running kernel: [Run it live on Binder]({LIVE_URL}) "
             "(the first start takes a few minutes). The book's explorer page has a live copy that runs in "
             "your browser with no kernel.*")
 

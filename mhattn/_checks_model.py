@@ -163,9 +163,10 @@ def read_checkpoint(path):
     """Every array of the checkpoint at ``path``, loaded without pickle, or an error naming the file."""
     name = os.fspath(path)
     try:
-        with np.load(path, allow_pickle=False) as data:
-            if not isinstance(data, np.lib.npyio.NpzFile):
-                raise TypeError
+        data = np.load(path, allow_pickle=False)  # an ndarray for a .npy file, an NpzFile for an archive
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise TypeError(f"{type(data).__name__}, not an .npz archive")
+        with data:
             arrays = {}
             for key in data.files:
                 try:

@@ -25,9 +25,9 @@ import copy
 import numbers
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from . import _checks
+from ._optional import require
 from .heads import combine_heads, split_heads
 from .masks import causal_mask
 from .multihead import MultiHeadAttention
@@ -198,7 +198,7 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
     model = TwoSlotModel(num_heads, seed=weights_seed)
     model.seed = seed
     optimizer = Adam(model.parameters(), lr=lr)
-    with threadpool_limits(limits=_checks.positive_int("threads", threads), user_api="blas"):
+    with require("threadpoolctl").threadpool_limits(limits=_checks.positive_int("threads", threads), user_api="blas"):
         for _ in range(steps):
             tokens, targets = two_slot_batch(training, batch_size, vocab=model.vocab, seq_len=model.seq_len)
             _, grads = loss_and_grads(model, tokens, targets)

@@ -17,9 +17,9 @@ import sys
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from . import _checks, _checks_model, _cli
+from ._optional import require
 from .circuits import claims, icl_tokens, in_context_learning_score, measure, repeated_random_tokens
 from .masks import causal_mask
 from .model import InductionModel, accuracy, induction_batch
@@ -208,7 +208,7 @@ def train(
     probe = repeated_random_tokens(probe_rng, PROBE_SIZE, model.max_len // 2, model.vocab)  # (64, max_len)
     history = {"step": [], "loss": [], "accuracy": [], "icl_score": []}
     bar = _progress_bar(steps) if progress else None
-    with threadpool_limits(limits=threads, user_api="blas"):
+    with require("threadpoolctl").threadpool_limits(limits=threads, user_api="blas"):
         for step in range(1, steps + 1):
             tokens, n = induction_batch(data, batch_size, vocab=model.vocab, max_len=model.max_len)
             loss, grads, logits = loss_and_grads(model, tokens, n, dtype)

@@ -222,8 +222,9 @@ show_source(blocks._softmax_)
 
 # %% [markdown]
 # `FastMultiHeadAttention` is the module of notebook 04 with the one step that notebook
-# pointed at, `_attention`, replaced by the block loop; everything else (the
-# projections, the heads, `W_o`, the argument checks) is inherited unchanged:
+# pointed at, `_attention`, replaced: by the block loop when the weights are asked for,
+# and by notebook 10's tiles (the online softmax) when they are not. Everything else
+# (the projections, the heads, `W_o`, the argument checks) is inherited unchanged:
 
 # %%
 show_source(FastMultiHeadAttention)

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention
-from mhattn.engine import _split, flash_attention
+from mhattn.engine import flash_attention
 from mhattn.engine.flash import attention_in_tiles
 
 rng = np.random.default_rng(20230714)
@@ -253,14 +253,6 @@ def extra_peak_bytes(seq_len, block_q, block_k):
     return peak - output.nbytes - lse.nbytes
 
 
-@pytest.fixture
-def helper_decided_at_every_size(monkeypatch):
-    """Asking BLAS for its thread count (threadpoolctl) allocates ~100 KB, once per large call: make every
-    size a large one, so that this fixed cost is the same at every seq_len compared."""
-    monkeypatch.setattr(_split, "MIN_SCORES", 0)
-
-
-@pytest.mark.usefixtures("helper_decided_at_every_size")
 def test_extra_memory_depends_on_the_tile_sizes_not_on_seq_len():
     """Memory, not time: tracemalloc counts every NumPy buffer, the same on every run."""
     short, long, longer = (extra_peak_bytes(n, 32, 64) for n in (256, 2048, 4096))
@@ -383,7 +375,6 @@ def test_is_causal_skips_the_tiles_above_the_diagonal(monkeypatch, seq_q, seq_k,
     assert len(calls) == expected == sum(min(r + 1, -(-seq_k // 2)) for r in range(-(-seq_q // 2)))
 
 
-@pytest.mark.usefixtures("helper_decided_at_every_size")
 def test_is_causal_needs_no_quadratic_memory():
     """No (seq_q, seq_k) mask is ever built: the extra memory is flat in seq_len, as without a mask."""
 

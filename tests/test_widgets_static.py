@@ -30,11 +30,19 @@ def test_displaying_the_explorer_leaves_the_widget_and_a_static_copy_of_its_pict
     import IPython.display
 
     shown = []
-    monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append((data, raw)))
+    def display(data, raw, metadata=None):
+        shown.append((data, raw, metadata))
+
+    monkeypatch.setattr(IPython.display, "display", display)
     ex.seed.value = 9
     ex._ipython_display_()  # what a cell's last line or display(ex) calls
-    (widget, raw_widget), (static, raw_static) = shown
+    (widget, raw_widget, _), (static, raw_static, static_metadata) = shown
     assert raw_widget and raw_static
+    # the static copy says how small its text is, as refresh.sh records it for figures; the book needs >= 9 px
+    from mhattn.explorer import draw
+
+    assert static_metadata["mhattn"] == {"min_font_px": round(draw.SMALL * draw.DPI / 72, 2), "dpi": draw.DPI}
+    assert static_metadata["mhattn"]["min_font_px"] >= 9
     assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.model_id
     assert widget["text/plain"] == repr(ex)
     assert set(static) == {"image/png", "text/plain"}

@@ -21,12 +21,11 @@ Two things follow.
 
 **Threads.** The loop over blocks runs on the caller's thread, one block after another. The
 matrix products inside each block are multi-threaded by NumPy's BLAS (OpenBLAS), which
-releases the GIL and uses every core; ``exp`` alone would run on one core, so for large
-calls, when BLAS itself has two or more threads, half of each block's rows go through
-``exp`` on a helper thread that lives for the call (:mod:`mhattn.engine._split`): the same
-numbers, no pool, nothing left behind. Why no pool of our own, one block per thread? It
-was measured: with BLAS threads left on, our threads and BLAS's fight for the cores (2-4x
-slower); limiting BLAS to one thread needs process-wide state that other threads can
+releases the GIL and uses every core; the elementwise passes (``exp``, ``max``) run on
+one core. Why no threads of our own? It was measured: a helper thread per call that took
+half of each ``exp`` gained about 15 % at two BLAS threads, not enough to pay for threads
+inside every call; with a pool, one block per thread, our threads and BLAS's fight for
+the cores (2-4x slower); limiting BLAS to one thread needs process-wide state that other threads can
 change under us. The loop is fork-safe, gives the same bits from any thread, and changes
 nothing outside the call.
 
@@ -40,7 +39,6 @@ import numpy as np
 
 from .. import _checks
 from ..multihead import MultiHeadAttention
-from ._split import Split, helper_wanted
 
 # Scores per block: 2**18 float32 scores are 1 MiB, a core's L2 cache here. Measured (float32,
 # no weights, 1 / 2 BLAS threads) at (batch, heads, seq_len, d_k) = (1, 4, 4096, 64): 2**15 scores
@@ -115,12 +113,11 @@ def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=Tru
     heads, rows = _block_shape(lead[-1], seq_q, seq_k, block_size)
     scratch = _Scratch(heads, rows, seq_k, d_k, dtype, need_weights, mask is not None)
     norms = _key_norms(K), _log_max_abs(V)  # (...) each: the longest key, log max|V| per head
-    with Split(start=helper_wanted(math.prod(lead) * seq_q * seq_k)) as scratch.split:  # exp on two cores, maybe
-        for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
-            for head in range(0, lead[-1], heads):
-                for start in range(0, seq_q, rows):
-                    block = (outer, slice(head, head + heads), slice(start, start + rows))
-                    _attend_block(Q, K, V, mask, block, norms, scratch, output, weights)
+    for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
+        for head in range(0, lead[-1], heads):
+            for start in range(0, seq_q, rows):
+                block = (outer, slice(head, head + heads), slice(start, start + rows))
+                _attend_block(Q, K, V, mask, block, norms, scratch, output, weights)
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], None if weights is None else weights[0]
     return output, weights
@@ -176,7 +173,6 @@ class _Scratch:
         self.q = np.empty((heads, rows, d_k), dtype=dtype)  # the block's queries, scaled
         self.scores = None if need_weights else np.empty((heads, rows, seq_k), dtype=dtype)
         self.blocked = np.empty((heads, rows, seq_k), dtype=bool) if masked else None
-        self.split = None  # a Split, while the block loop runs
 
 
 def _attend_block(Q, K, V, mask, block, norms, scratch, output, weights):
@@ -206,7 +202,7 @@ def _attend_block(Q, K, V, mask, block, norms, scratch, output, weights):
     log_sum = math.log(max(scores.shape[-1], 1)) + log_largest_exp + log_v_max[outer][heads].max()
     divide_output = _fits(scores.dtype, log_sum)
     out = output[outer][heads, queries]  # (heads, rows, d_v)
-    inverse = _softmax_(scores, subtract_max, normalise=not divide_output, split=scratch.split)
+    inverse = _softmax_(scores, subtract_max, normalise=not divide_output)
     np.matmul(scores, V[outer][heads], out=out)  # (heads, rows, d_v): exp(scores) @ V, or an average of V
     if divide_output:
         np.multiply(out, inverse, out=out)
@@ -214,7 +210,7 @@ def _attend_block(Q, K, V, mask, block, norms, scratch, output, weights):
             np.multiply(scores, inverse, out=scores)
 
 
-def _softmax_(scores, subtract_max=True, normalise=True, split=None):
+def _softmax_(scores, subtract_max=True, normalise=True):
     """Softmax over the last axis, in place; a fully masked (all ``-inf``) row becomes zeros.
 
     Subtracting each row's maximum keeps ``exp`` from overflowing and changes nothing else:
@@ -227,26 +223,18 @@ def _softmax_(scores, subtract_max=True, normalise=True, split=None):
     ``normalise=False`` the rows are left unnormalised (``exp(scores)``, or
     ``exp(scores - max)``): the caller divides ``exp(scores) @ V`` instead, ``d_v``
     multiplications per row rather than ``seq_k``, where that product cannot overflow.
-    ``split``: a :class:`~._split.Split` that runs half of the rows' ``exp`` on another core.
     """
     if subtract_max:
         row_max = scores.max(axis=-1, keepdims=True)  # (..., rows, 1)
         row_max[np.isneginf(row_max)] = 0  # a fully masked row: exp(-inf - 0) = 0
         np.subtract(scores, row_max, out=scores)
-    if split is None:
-        np.exp(scores, out=scores)
-    else:
-        split.apply(_exp_, scores)  # the same numbers, on two cores
+    np.exp(scores, out=scores)
     total = scores @ np.ones(scores.shape[-1], dtype=scores.dtype)  # (..., rows): row sums by BLAS, faster than .sum
     total[total == 0] = 1  # a fully masked row: 0 / 1 = 0
     inverse = np.reciprocal(total, out=total)[..., None]  # (..., rows, 1)
     if normalise:
         np.multiply(scores, inverse, out=scores)
     return inverse
-
-
-def _exp_(rows):
-    np.exp(rows, out=rows)
 
 
 def _fits(dtype, log_size):

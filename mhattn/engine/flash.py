@@ -29,8 +29,7 @@ max, no subtraction, no rescaling, and the tile loop is two products, one ``exp`
 the row sums.
 
 Like the query blocks, the loop runs on the caller's thread; NumPy's BLAS threads the
-matrix products inside each tile, and for large calls a helper thread that lives for the
-call takes half of each tile's ``exp`` (:mod:`mhattn.engine._split`).
+matrix products inside each tile.
 """
 
 import math
@@ -38,8 +37,7 @@ import math
 import numpy as np
 
 from .. import _checks
-from ._split import Split, helper_wanted
-from .blocks import _exp_, _key_norms, _log_max_abs, _safe_exponent, same_leading_axes
+from .blocks import _key_norms, _log_max_abs, _safe_exponent, same_leading_axes
 
 # Scores per tile: 2**17 float32 scores (512 KiB) stay in a core's L2 cache through every
 # pass over the tile. Key tiles of KEY_TILE keys; query tiles fill the rest.
@@ -140,8 +138,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     tiles.check_scores = _scores_may_overflow(Q, K, work)
     v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
     key_norms, log_v_max = _key_norms_in_tiles(K), _log_max_abs(V) + math.log(v_scale)  # (...) each
-    num_scores = math.prod(lead) * seq_q * seq_k // (2 if is_causal else 1)
-    with np.errstate(over="ignore", invalid="ignore"), Split(start=helper_wanted(num_scores)) as tiles.split:
+    with np.errstate(over="ignore", invalid="ignore"):
         for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
             for head in range(0, lead[-1], heads):
                 h = slice(head, head + heads)
@@ -197,7 +194,7 @@ def _attend_query_tile(q, K, V, mask, v_scale, tiles, first_query=None):
             row_sum *= alpha
             acc *= alpha[..., None]
             row_max[...] = new_max
-        tiles.split.apply(_exp_, s)  # every exponent <= 0, or provably small
+        np.exp(s, out=s)  # every exponent <= 0, or provably small
         p, v = s, (V[:, k] if v_scale == 1 else V[:, k] * v_scale)  # (heads, rows, keys), (heads, keys, d_v)
         row_sum += p @ tiles.ones[: p.shape[-1]]  # row sums, by BLAS (faster than p.sum(-1))
         acc += np.matmul(p, v, out=tiles.pv[: acc.shape[0], : acc.shape[1]])  # (heads, rows, d_v)
