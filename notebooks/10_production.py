@@ -325,10 +325,13 @@ print(
 #   running acc and one key tile's share of the output ($64 \times 16$ each), the
 #   running $m$ and $\ell$ (64 each) and a vector of 128 ones (the row sums are a
 #   matrix product): 45.0 KiB;
-# - a few small things of fixed size: the vectors each tile computes on the way (the
-#   queries' lengths, the test that lets $m$ stay 0), the scan for the longest key (512
-#   keys at a time) and the headers of NumPy's arrays and views. We bound them by
-#   16 KiB, whatever the length.
+# - a few things of fixed size: the vectors each tile computes on the way (the queries'
+#   lengths, the test that lets $m$ stay 0), the scan for the longest key (512 keys at
+#   a time), the headers of NumPy's arrays and views, and on NumPy 2.0 and 2.1 a
+#   32 KiB ufunc buffer. None of them depends on the length.
+#
+# So we check two things: the extra is never less than the tile's buffers, and it does
+# not grow from 512 to 4096 tokens.
 #
 # With `is_causal=True`
 # the tiles on the diagonal build their masks as views of one vector of
@@ -363,12 +366,12 @@ extras = [extra_peak_bytes(n) for n in (512, 1024, 2048, 4096)]
 causal_extras = [extra_peak_bytes(n, is_causal=True) for n in (512, 1024, 2048, 4096)]
 print(f"tile buffers {accounted / 1024:.1f} KiB")
 print(
-    "measured extra between that and 16 KiB more, at every seq_len:",
-    all(0 <= e - accounted < 16 * 1024 for e in extras),
+    "measured extra at least that, at every seq_len:",
+    all(e >= accounted for e in extras),
 )
 print(
     "the same with is_causal=True (no mask array):",
-    all(0 <= e - accounted < 16 * 1024 for e in causal_extras),
+    all(e >= accounted for e in causal_extras),
 )
 print(
     "extra memory the same (within 1 KiB) from 512 to 4096, with or without is_causal:",

@@ -153,7 +153,7 @@ def wait_for_new_picture(page, old_src):
 
 
 def picture_is_drawn(page):
-    """The <img> holds a decoded picture of the figure's size (750 x 410), not a broken image."""
+    """The <img> holds a decoded picture of the figure's size (750 x 425), not a broken image."""
     width, height = (round(side * DPI) for side in FIGSIZE)
     return page.evaluate(f"""() => {{
         const img = document.querySelector('{PICTURE}');

@@ -18,7 +18,8 @@ import numpy as np
 from .._optional import require
 from .frame import MAX_HEADS, MAX_SEQ_LEN, SHOWN, padded_length
 
-FIGSIZE = (7.5, 4.1)  # inches, the same for every setting: 750 x 410 pixels at DPI
+FIGSIZE = (7.5, 4.25)  # inches, the same for every setting: 750 x 425 pixels at DPI (exact in binary: every
+# matplotlib rounds 7.5 * 100 and 4.25 * 100 the same way, where 4.1 * 100 = 409.999... did not)
 DPI = 100
 FONT, SMALL = 9, 8  # points: titles and labels, ticks
 _HEADS_BOX = (0.03, 0.1, 0.56, 0.84)  # left, bottom, right, top of the heatmap area (figure fraction)
