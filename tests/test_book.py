@@ -34,20 +34,17 @@ Skips with the reason when Chromium, Playwright or the book tools are missing --
 ``CI=true``, where a missing piece is a failure: CI installs all of them.
 """
 
-import functools
 import html.parser
 import importlib.util
 import json
 import os
 import re
 import shutil
-import threading
-from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from serving import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "book-screenshots"
@@ -98,25 +95,6 @@ def site(tmp_path_factory):
     out = tmp_path_factory.mktemp("book") / "book"
     book_build.build(out)
     return out
-
-
-@contextmanager
-def serve(folder):
-    """Serve ``folder`` on 127.0.0.1 (a free port) in a thread; yield the base URL."""
-
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture(scope="session")

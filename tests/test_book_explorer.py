@@ -16,18 +16,15 @@ Skips with the reason when Chromium or Playwright is missing, except under ``CI=
 """
 
 import base64
-import functools
 import importlib.util
 import json
 import os
 import shutil
-import threading
-from contextlib import contextmanager
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
+from serving import serve
 
 from mhattn.explorer.frame import State, compute_frame
 from mhattn.model import load_trained
@@ -55,25 +52,6 @@ STEPS = [("seqLen", "13"), ("dModel", "12"), ("numHeads", "6"), ("mask", "causal
          ("mask", "padding"), ("rope", "on"), ("numHeads", "4"), ("dModel", "64"), ("numHeads", "8"),
          ("seqLen", "32"), ("trained", "1"), ("tokens", "q w e r q w e r"), ("layer", "0"), ("positions", "none"),
          ("tokens", "q w 3")]
-
-
-@contextmanager
-def serve(folder):
-    """Serve ``folder`` on 127.0.0.1 (a free port) in a thread; yield the base URL."""
-
-    class Quiet(SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 @pytest.fixture(scope="module")
