@@ -69,3 +69,17 @@ def multi_head_attention(x, W_qkv, W_o, num_heads, mask=None):
             for i in range(seq_len):
                 concatenated[b, i, cols], weights[b, h, i] = attention_row(q[i], k, v, mask[b, h, i])
     return concatenated @ W_o, weights
+
+
+def numeric_gradient(loss, array, h):
+    """Central differences of ``loss()`` with respect to every entry of ``array`` (perturbed in place, restored)."""
+    grad = np.zeros_like(array)
+    for index in np.ndindex(array.shape):
+        old = array[index]
+        array[index] = old + h
+        up = loss()
+        array[index] = old - h
+        down = loss()
+        array[index] = old
+        grad[index] = (up - down) / (2 * h)
+    return grad

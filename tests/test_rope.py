@@ -245,19 +245,6 @@ def test_rope_module_float32_is_computed_in_float32_and_close_to_float64():
 # --- gradients -------------------------------------------------------------------------------------------
 
 
-def numeric_gradient(loss, array, h=FD_STEP):
-    grad = np.zeros_like(array)
-    for index in np.ndindex(array.shape):
-        old = array[index]
-        array[index] = old + h
-        up = loss()
-        array[index] = old - h
-        down = loss()
-        array[index] = old
-        grad[index] = (up - down) / (2 * h)
-    return grad
-
-
 @pytest.mark.parametrize("num_kv_heads", [2, 1])
 @pytest.mark.parametrize("mask_name", ["none", "causal"])
 def test_rope_vjp_matches_central_differences_of_the_forward(num_kv_heads, mask_name):
@@ -267,7 +254,7 @@ def test_rope_vjp_matches_central_differences_of_the_forward(num_kv_heads, mask_
     mask = MASKS[mask_name](2, 5)
     grads = mha.vjp(x, mask)[2](d_output)
     for name, array in (("x", x), ("W_qkv", mha.W_qkv), ("W_o", mha.W_o)):
-        numeric = numeric_gradient(lambda: float(np.vdot(mha(x, mask)[0], d_output)), array)
+        numeric = oracle.numeric_gradient(lambda: float(np.vdot(mha(x, mask)[0], d_output)), array, FD_STEP)
         error = np.abs(numeric - grads[name]).max() / np.abs(grads[name]).max()
         assert error < FD_RTOL, f"{name}: relative error {error:.2e}"
 
