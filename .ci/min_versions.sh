@@ -61,7 +61,9 @@ echo "+ installed in $((SECONDS - start)) s"
 # its comparisons skip in this job; the main job runs them with CI=true, where they must run.
 tests_start=$SECONDS
 tests_status=0
-env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider tests notebooks \
+# A test marked `retrains` checks a claim of the chapter on a fresh training run, not a
+# dependency: the main job runs it.
+env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider -m "not retrains" tests notebooks \
   --ignore=tests/test_browser.py --ignore=tests/test_book.py --ignore=tests/test_binder.py \
   --ignore=tests/test_book_explorer.py || tests_status=$?
 echo "+ tests and notebooks took $((SECONDS - tests_start)) s"

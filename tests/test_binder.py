@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
     os.environ.get("MHATTN_CHECK_BINDER") != "1",
     reason="the Binder replay takes ~3 minutes: set MHATTN_CHECK_BINDER=1 (CI runs binder/check.py beside the tests)",
 )
-def test_repo2docker_accepts_the_repository_and_its_environment_runs_every_notebook():
+def test_repo2docker_accepts_the_repository_and_its_environment_runs_the_widget_notebooks():
     result = subprocess.run(
         [sys.executable, str(ROOT / "binder" / "check.py")], cwd=ROOT, capture_output=True, text=True, timeout=1200
     )

@@ -37,7 +37,7 @@ def retrained():
     return model, measure(model, num_sequences=512, seed=77)
 
 
-@pytest.fixture(scope="module", params=["shipped", "retrained"])
+@pytest.fixture(scope="module", params=["shipped", pytest.param("retrained", marks=pytest.mark.retrains)])
 def trained(request):
     return request.getfixturevalue(request.param)
 
