@@ -222,9 +222,10 @@ show_source(blocks._softmax_)
 
 # %% [markdown]
 # `FastMultiHeadAttention` is the module of notebook 04 with the one step that notebook
-# pointed at, `_attention`, replaced: by the block loop when the weights are asked for,
-# and by notebook 10's tiles (the online softmax) when they are not. Everything else
-# (the projections, the heads, `W_o`, the argument checks) is inherited unchanged:
+# pointed at, `_attention`, replaced: by the block loop when the weights are asked for
+# or a row of scores is short, and by notebook 10's tiles (the online softmax) when no
+# weights are asked for and the keys are longer than one tile. Everything else (the
+# projections, the heads, `W_o`, the argument checks) is inherited unchanged:
 
 # %%
 show_source(FastMultiHeadAttention)

@@ -383,9 +383,9 @@ print(
 # against notebook 06's query blocks at
 # `(batch, seq_len, d_model, heads) = (1, 4096, 256, 4)`. In NumPy both are bound by the
 # passes over the scores; the tiles, with their fixed maximum, make fewer passes, which
-# is why `FastMultiHeadAttention` uses them when no weights are asked for, and with a
-# causal mask they skip the masked tiles altogether. The point of FlashAttention on a
-# GPU is that a tile fits in fast on-chip memory.
+# is why `FastMultiHeadAttention` uses them when no weights are asked for and the keys
+# fill more than one tile, and with a causal mask they skip the masked tiles altogether.
+# The point of FlashAttention on a GPU is that a tile fits in fast on-chip memory.
 #
 # ## 2. What a backward pass needs: the log-sum-exp
 #

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import tracemalloc
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
-from mhattn.engine import FastMultiHeadAttention, KVCache, blocks, blockwise_attention
+from mhattn.engine import FastMultiHeadAttention, KVCache, blocks, blockwise_attention, flash
 from mhattn.engine.blocks import BLOCK_SCORES
 
 DTYPES = [np.float16, np.float32, np.float64, np.longdouble]
@@ -326,9 +327,12 @@ def assert_module_matches(kwargs, x, mask=None, **call):
     """FastMultiHeadAttention(**kwargs) gives MultiHeadAttention(**kwargs)'s output and weights."""
     modules = MultiHeadAttention(**kwargs), FastMultiHeadAttention(**kwargs), _Recorder(**kwargs)
     output, expected, t_output = assert_modules_agree(modules, x, mask, **call)
-    alone, none = modules[1](x, mask, need_weights=False, **call)  # key tiles (flash), not query blocks
-    assert none is None and alone.dtype == expected.dtype and alone.shape == expected.shape
-    assert_close(alone, expected, t_output)
+    # Without weights: query blocks for these short keys, and key tiles (flash) when a tile holds 4 keys.
+    for key_tile in (flash.KEY_TILE, 4):
+        with mock.patch.object(flash, "KEY_TILE", key_tile):
+            alone, none = modules[1](x, mask, need_weights=False, **call)
+        assert none is None and alone.dtype == expected.dtype and alone.shape == expected.shape
+        assert_close(alone, expected, t_output)
     return output
 
 

@@ -281,14 +281,17 @@ class FastMultiHeadAttention(MultiHeadAttention):
 
     The same constructor, weights and outputs (to rounding). With ``need_weights=True`` the
     query blocks of this module compute the weights row block by row block. With
-    ``need_weights=False`` no weight is kept, so the keys are cut into tiles too
-    (:func:`mhattn.engine.flash_attention`'s loop, the faster of the two here): the extra
-    memory is a few tiles of scores, whatever ``seq_len`` is, besides the output.
+    ``need_weights=False`` no weight is kept: for keys longer than one key tile
+    (``mhattn.engine.flash.KEY_TILE``) they are cut into tiles too
+    (:func:`mhattn.engine.flash_attention`'s loop, the faster of the two there); shorter ones
+    fit a block whole, and the query blocks, with fewer passes per block, are faster. Either
+    way the extra memory is one block or a few tiles of scores, whatever ``seq_len`` is,
+    besides the output.
     """
 
     def _attention(self, Q, K, V, mask, need_weights):
-        if need_weights:
-            return attention_in_blocks(Q, K, V, mask, need_weights=True)
-        from .flash import attention_in_tiles  # here: flash imports this module
+        from . import flash  # here: flash imports this module
 
-        return attention_in_tiles(Q, K, V, mask)[0], None
+        if need_weights or K.shape[-2] <= flash.KEY_TILE:  # a whole row of scores fits one key tile
+            return attention_in_blocks(Q, K, V, mask, need_weights=need_weights)
+        return flash.attention_in_tiles(Q, K, V, mask)[0], None
