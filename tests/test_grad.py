@@ -9,12 +9,12 @@
    ~1e-14 at these magnitudes; the required 1e-10 leaves four orders of magnitude.
 """
 
-import os
 import threading
 
 import numpy as np
 import oracle
 import pytest
+from oracle import require_torch, torch
 
 from mhattn import (
     MultiHeadAttention,
@@ -341,19 +341,6 @@ def test_vjp_checks_its_arguments_like_forward():
 
 
 # --- PyTorch autograd ------------------------------------------------------------------------------
-
-try:
-    import torch
-except ImportError:  # an optional test dependency: skip these tests without it, except in CI
-    torch = None
-
-
-def require_torch():
-    if torch is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("torch is not installed, but CI=true: CI must run the autograd comparison")
-        pytest.skip("torch is not installed: autograd comparison skipped")
-
 
 def torch_gradients(mha, x, mask, d_output):
     """The same module written in torch (weights copied, our layout), differentiated by autograd."""

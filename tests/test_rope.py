@@ -17,11 +17,11 @@ The module's outputs go through products of inner size <= ``d_model`` of numbers
 ~``d_model * eps * 10`` ~ 1e-13 in float64, against the 1e-12 required of decoding.
 """
 
-import os
 
 import numpy as np
 import oracle
 import pytest
+from oracle import require_torch, torch
 
 from mhattn import FastMultiHeadAttention, KVCache, MultiHeadAttention, causal_mask, padding_mask
 from mhattn.grad import multihead_vjp, rope_vjp
@@ -269,19 +269,6 @@ def test_rope_vjp_forward_is_the_module_forward_and_plain_arrays_agree():
     plain = multihead_vjp(x, mha.W_qkv, mha.W_o, 3, 3, causal_mask(4), rope_base=10000.0)[2](d_output)
     for name, grad in backward(d_output).items():
         np.testing.assert_array_equal(grad, plain[name])
-
-
-try:
-    import torch
-except ImportError:
-    torch = None
-
-
-def require_torch():
-    if torch is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("torch is not installed, but CI=true: CI must run the autograd comparison")
-        pytest.skip("torch is not installed: autograd comparison skipped")
 
 
 def torch_rotate_half(x, positions, base):
