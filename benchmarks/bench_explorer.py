@@ -31,7 +31,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from mhattn.widgets import DPI, FIGSIZE, explorer  # noqa: E402
+from mhattn.explorer import explorer  # noqa: E402
+from mhattn.explorer.draw import DPI, FIGSIZE  # noqa: E402
 
 TARGET_MS = 250
 

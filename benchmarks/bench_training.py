@@ -5,7 +5,7 @@
     python benchmarks/bench_training.py --time-to-targets  # also train mhattn until every target is met
 
 A step is: draw a batch (64 sequences of 32 tokens), forward, the mean cross-entropy of every
-next token (the loss of :func:`mhattn.train.loss_and_grads`), backward, Adam. Both sides start
+next token (the loss of :func:`mhattn.learn.train.loss_and_grads`), backward, Adam. Both sides start
 from the same weights and see the same batches (their first losses must agree), at the same
 dtype and the same number of threads (NumPy's BLAS through threadpoolctl, torch through
 torch.set_num_threads). PyTorch runs two ways: F.scaled_dot_product_attention with
@@ -23,9 +23,11 @@ import time
 
 import numpy as np
 
-from mhattn.circuits import claims, measure
-from mhattn.model import InductionModel, induction_batch
-from mhattn.train import BATCH_SIZE, LEARNING_RATE, Adam, initial_model, keep_freed_memory, loss_and_grads
+from mhattn.learn.circuits import claims, measure
+from mhattn.learn.model import InductionModel
+from mhattn.learn.optim import Adam
+from mhattn.learn.task import induction_batch
+from mhattn.learn.train import BATCH_SIZE, LEARNING_RATE, initial_model, keep_freed_memory, loss_and_grads
 
 
 def numpy_stepper(model, dtype):

@@ -19,12 +19,12 @@ ipywidgets, which ``pip install "mhattn[chapter]"`` installs; without them, thos
 raise an ``ImportError`` that says so.
 """
 
-from .attention import scaled_dot_product_attention
+from .core.attention import scaled_dot_product_attention
+from .core.heads import combine_heads, split_heads
+from .core.masks import causal_mask, padding_mask
+from .core.multihead import MultiHeadAttention
+from .core.softmax import softmax
 from .engine import FastMultiHeadAttention, KVCache, blockwise_attention, flash_attention
-from .heads import combine_heads, split_heads
-from .masks import causal_mask, padding_mask
-from .multihead import MultiHeadAttention
-from .softmax import softmax
 
 __all__ = [
     "FastMultiHeadAttention",

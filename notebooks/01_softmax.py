@@ -41,8 +41,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import softmax
-from mhattn.figures import save_figure
-from mhattn.source import show_source
+from mhattn.pictures.figures import save_figure
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
 # the notebooks run with the notebooks/ folder as working directory
@@ -148,8 +148,8 @@ with np.errstate(over="ignore", invalid="ignore"):  # we *want* to see the bad r
 # - the largest score gives exactly $e^0 = 1$, so the denominator is at least 1:
 #   **no division by zero**, however negative the scores.
 #
-# Here is the package's `softmax`. Under its docstring, the body is the formula above,
-# one line per step, with the shape of the result in a comment. The first line above the
+# Here is the package's `softmax` (its documentation is one `softmax?` away). The body is
+# the formula above, one line per step, with the shape of the result in a comment. The first line above the
 # `def`, `@checked(softmax_args)`, checks the argument before the body runs (a list
 # becomes an array, `nan` is refused with a clear message, float16 is computed in
 # float32), so that the body itself holds nothing but the idea.

@@ -43,8 +43,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention, softmax
-from mhattn.figures import save_figure
-from mhattn.source import show_source
+from mhattn.pictures.figures import save_figure
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
 # the notebooks run with the notebooks/ folder as working directory
@@ -121,8 +121,8 @@ print("output (one row per query):\n", output)
 # Here is the package's function. The line above the `def`, `@checked(attention_args)`,
 # checks the arguments before the body runs (shapes that fit together, finite numbers, a
 # boolean mask of a shape that fits the scores) and reports a mistake by the argument's
-# name. Below the docstring, the body is the formula, one line per step, each with the
-# shape it makes:
+# name. The body is the formula, one line per step, each with the shape it makes (the
+# documentation, with every argument, is one `scaled_dot_product_attention?` away):
 
 # %%
 show_source(scaled_dot_product_attention)

@@ -48,9 +48,10 @@ from mhattn import (
     scaled_dot_product_attention,
     split_heads,
 )
-from mhattn.figures import save_figure
-from mhattn.plots import plot_heads
-from mhattn.source import show_source
+from mhattn.pictures.figures import save_figure
+from mhattn.pictures.plots import plot_heads
+from mhattn.core.projection import project_qkv
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
 # the notebooks run with notebooks/ as the working directory
@@ -96,27 +97,36 @@ FIGURES = Path("..") / "figures"
 # Here is the package's `forward`, the code that runs when you call the module. The
 # decorator line checks the arguments before the body runs (shapes, dtypes, the layout
 # of the mask) and stops a mistake with an error that names the argument; the checks
-# live in `mhattn/_checks.py`, out of the way. `self.weights(x.dtype)` hands back
-# `W_qkv` and `W_o` in the dtype of `x`, so float32 stays float32. Then come the four
-# steps of the formula:
+# live in `mhattn/checks/`, out of the way. `self.weights(x.dtype)` hands back
+# `W_qkv` and `W_o` in the dtype of `x`, so float32 stays float32. Then come the steps
+# of the formula:
 #
-# 1. one matrix product makes every head's queries, keys and values, and `np.split` cuts
-#    the result into `Q`, `K` and `V` (three equal parts here);
-# 2. `split_heads` gives each head its `d_k` columns of each;
-# 3. attention runs in all heads at once, because the head axis is just another leading
+# 1. `self.project` makes every head's queries, keys and values (shown next);
+# 2. attention runs in all heads at once, because the head axis is just another leading
 #    axis for the matrix products. `self._attention` is `scaled_dot_product_attention`
 #    from notebook 02; it is the one step that notebook 06's faster engine replaces;
-# 4. `combine_heads` and `W_o` bring the heads back to one vector per token.
+# 3. `combine_heads` and `W_o` bring the heads back to one vector per token.
 #
-# Three branches are for later and do nothing by default. `context` is cross-attention
-# (queries from `x`, keys and values from another sequence, such as an encoder's
-# output); `kv_cache` keeps the keys and values of earlier tokens when a model generates
-# one token at a time; `num_kv_heads < num_heads` lets several query heads share one
-# key/value head. [Notebook 10](10_production.ipynb) builds each of them. In this
-# notebook `context` and `kv_cache` are None and `group` is 1.
+# Two lines are for later and change nothing here. `kv_cache` keeps the keys and values
+# of earlier tokens when a model generates one token at a time, and `repeat_kv` lets
+# several query heads share one key/value head; [notebook 10](10_production.ipynb)
+# builds both. In this notebook `kv_cache` is None and `repeat_kv` hands `K` and `V`
+# back unchanged.
 
 # %%
 show_source(MultiHeadAttention.forward)
+
+# %% [markdown]
+# The projection is one matrix product with `W_qkv`, which `np.split` cuts into `Q`, `K`
+# and `V` (three equal parts here), and `split_heads` (notebook 03) gives each head its
+# `d_k` columns of each. It is the one place in the package that knows the column layout
+# of `W_qkv`. Its other two branches wait for later notebooks: `context` is
+# cross-attention (queries from `x`, keys and values from another sequence, such as an
+# encoder's output; notebook 10), and `positions` rotates queries and keys by their
+# positions (RoPE, notebook 08). Here both are None.
+
+# %%
+show_source(project_qkv)
 
 # %% [markdown]
 # The weights are made in `__init__`: standard normal numbers from a seeded generator

@@ -60,8 +60,8 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from mhattn import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, blocks, blockwise_attention
-from mhattn.figures import save_figure
-from mhattn.source import show_source
+from mhattn.pictures.figures import save_figure
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=4, suppress=True)
 # the notebooks run with notebooks/ as the working directory

@@ -41,10 +41,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mhattn import several_heads as sh
-from mhattn.figures import save_figure
-from mhattn.plots import plot_attention
-from mhattn.source import show_source
+from mhattn.learn import several_heads as sh
+from mhattn.pictures.figures import save_figure
+from mhattn.pictures.plots import plot_attention
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=2, suppress=True)
 FIGURES = Path("..") / "figures"  # the notebooks run in notebooks/
@@ -166,7 +166,7 @@ for num_heads in [1, 2, 4]:
 # part comes from `MultiHeadAttention.vjp`, the backward pass that notebook 09 derives
 # by hand and checks; here we use it as a tool. The loss is the cross-entropy of both
 # slots at every position $t \ge 2$, added; the optimiser is Adam (Kingma and Ba 2015)
-# from `mhattn.train`.
+# from `mhattn.learn.train`.
 
 # %%
 show_source(sh.loss_and_grads)

@@ -43,15 +43,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import FastMultiHeadAttention, KVCache, MultiHeadAttention, causal_mask
-from mhattn.model import load_trained
-from mhattn.positions import (
+from mhattn.core.positions import (
     apply_rope,
     apply_rope_interleaved,
     interleaved_to_half_split,
     rope_angles,
     sinusoidal_encoding,
 )
-from mhattn.source import show_source
+from mhattn.learn.model import load_trained
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
 rng = np.random.default_rng(0)
@@ -314,7 +314,7 @@ print("cached keys == keys rotated at positions 0..11:",
 
 # %% [markdown]
 # The backward pass goes through the rotation with its transpose, the rotation by
-# $-p\,\theta_i$ (`mhattn.grad.rope_vjp`). A check against central differences on a few
+# $-p\,\theta_i$ (`mhattn.core.grad.rope_vjp`). A check against central differences on a few
 # entries of `W_qkv` (the tests check every entry, and PyTorch's autograd):
 
 # %%

@@ -55,10 +55,10 @@ from mhattn import (
     scaled_dot_product_attention,
     softmax,
 )
+from mhattn.core.grad import attention_vjp
 from mhattn.engine import KVCache, flash_attention
 from mhattn.engine import flash as flash_module
-from mhattn.grad import attention_vjp
-from mhattn.source import show_source
+from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(8)

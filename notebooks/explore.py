@@ -42,7 +42,7 @@
 # - **the readout:** the settings and the width of one head,
 #   `d_k = d_model // num_heads`; untrained, the sum of each query's weights (its row of
 #   a heatmap); trained, each head's previous-token and prefix-matching scores (the
-#   measures of Olsson et al. 2022, from `mhattn.circuits`) and the model's guess for
+#   measures of Olsson et al. 2022, from `mhattn.learn.circuits`) and the model's guess for
 #   every next letter.
 #
 # `num_heads` only offers the divisors of `d_model`, up to 8, because each head gets an

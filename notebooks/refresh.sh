@@ -8,7 +8,7 @@
 # notebooks/ as the working directory, this:
 #   1. reads the cells from the .py (the reviewable source, percent format),
 #   2. executes them top to bottom with MHATTN_SAVE_FIGURES=1, so that
-#      mhattn.figures.save_figure rewrites the figures/ they save (a plain run, nbval or
+#      mhattn.pictures.figures.save_figure rewrites the figures/ they save (a plain run, nbval or
 #      the tests, writes nothing),
 #   3. writes NN_name.ipynb: the .py's cells with the new outputs, keeping the cell ids of
 #      the old .ipynb and naming widget models in the order they were made, so that

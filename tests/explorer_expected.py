@@ -14,8 +14,8 @@ import oracle
 from PIL import Image
 
 from mhattn import MultiHeadAttention
-from mhattn.embedding_shift import embedding_shift_2d
-from mhattn.model import encode_letters
+from mhattn.learn.model import encode_letters
+from mhattn.pictures.embedding_shift import embedding_shift_2d
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPLORER_NOTEBOOKS = ["explore.ipynb", "04_multi_head_attention.ipynb", "05_embedding_shift.ipynb"]

@@ -27,7 +27,7 @@ import pytest
 from serving import serve
 
 from mhattn.explorer.frame import State, compute_frame
-from mhattn.model import load_trained
+from mhattn.learn.model import load_trained
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"

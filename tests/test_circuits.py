@@ -1,4 +1,4 @@
-"""The head measurements of mhattn.circuits, against loops written differently and hand-built heads.
+"""The head measurements of mhattn.learn.circuits, against loops written differently and hand-built heads.
 
 Every score is an average of products of float64 numbers of order 1 over at most a few
 thousand terms, so a correct vectorised version agrees with its loop to ~1e-13; 1e-12 leaves
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mhattn import softmax
-from mhattn.circuits import (
+from mhattn.learn.circuits import (
     composition_score,
     copying_score,
     head_weights,
@@ -26,7 +26,7 @@ from mhattn.circuits import (
     segments,
     token_losses,
 )
-from mhattn.model import InductionModel
+from mhattn.learn.model import InductionModel
 
 TOL = 1e-12
 

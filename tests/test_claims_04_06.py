@@ -22,7 +22,7 @@ import pytest
 from sklearn.decomposition import PCA
 
 from mhattn import MultiHeadAttention, split_heads
-from mhattn.embedding_shift import embedding_shift_2d
+from mhattn.pictures.embedding_shift import embedding_shift_2d
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = ["04_multi_head_attention", "05_embedding_shift", "06_efficiency"]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import mhattn
-from mhattn.embedding_shift import embedding_shift_2d
-from mhattn.source import show_source
+from mhattn.pictures.embedding_shift import embedding_shift_2d
+from mhattn.pictures.source import show_source
 
 
 def svd_projection(inputs, outputs):

@@ -14,7 +14,7 @@ import numpy as np
 import oracle
 import pytest
 
-from mhattn.embedding_shift import embedding_shift_2d
+from mhattn.core.multihead import MultiHeadAttention
 from mhattn.explorer.frame import (
     MAX_SEQ_LEN,
     POSITIONS,
@@ -25,8 +25,8 @@ from mhattn.explorer.frame import (
     random_tokens,
     rope_available,
 )
-from mhattn.model import encode_letters, load_trained
-from mhattn.multihead import MultiHeadAttention
+from mhattn.learn.model import encode_letters, load_trained
+from mhattn.pictures.embedding_shift import embedding_shift_2d
 
 
 @pytest.fixture(scope="module")

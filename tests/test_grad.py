@@ -1,4 +1,4 @@
-"""The backward pass (mhattn.grad, MultiHeadAttention.vjp) against two independent oracles.
+"""The backward pass (mhattn.core.grad, MultiHeadAttention.vjp) against two independent oracles.
 
 1. Central finite differences of the module's own *forward* (not of the vjp's forward), in
    float64. With step h, the difference quotient errs by about h**2 * |f'''| / 6 (truncation)
@@ -25,7 +25,7 @@ from mhattn import (
     softmax,
     split_heads,
 )
-from mhattn.grad import (
+from mhattn.core.grad import (
     attention_vjp,
     combine_heads_vjp,
     linear_vjp,

@@ -1,6 +1,6 @@
 """The induction task, and what the trained model's heads do, by the literature's measures.
 
-The claims (mhattn.circuits.claims) are checked for the shipped checkpoint and for a model
+The claims (mhattn.learn.circuits.claims) are checked for the shipped checkpoint and for a model
 retrained here with a seed that nothing else uses, both measured on fresh sequences. The
 retrain runs RETRAIN_STEPS steps, past the phase change (accuracy crosses 0.9 near step
 500 for seeds 0, 7 and 11) and most of the in-context learning score's fall, in about half
@@ -10,16 +10,10 @@ a minute of one core.
 import numpy as np
 import pytest
 
-from mhattn.circuits import claims, k_composition_scores, measure, previous_token_score, segments
-from mhattn.model import (
-    accuracy,
-    determined_positions,
-    encode_letters,
-    induction_batch,
-    load_trained,
-    repeated_positions,
-)
-from mhattn.train import initial_model, train
+from mhattn.learn.circuits import claims, k_composition_scores, measure, previous_token_score, segments
+from mhattn.learn.model import encode_letters, load_trained
+from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
+from mhattn.learn.train import initial_model, train
 
 RETRAIN_SEED = 11  #: used by no other test or checkpoint
 RETRAIN_STEPS = 1000

@@ -12,16 +12,8 @@ import numpy as np
 import pytest
 
 from mhattn import MultiHeadAttention, causal_mask, softmax
-from mhattn.model import (
-    InductionModel,
-    accuracy,
-    decode_tokens,
-    determined_positions,
-    encode_letters,
-    induction_batch,
-    load_trained,
-    repeated_positions,
-)
+from mhattn.learn.model import InductionModel, decode_tokens, encode_letters, load_trained
+from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 
 
 @pytest.fixture(scope="module")

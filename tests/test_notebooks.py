@@ -28,8 +28,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 import mhattn
-from mhattn.figures import SAVE_VARIABLE, save_figure
-from mhattn.positions import apply_rope_interleaved
+from mhattn.core.positions import apply_rope_interleaved
+from mhattn.pictures.figures import SAVE_VARIABLE, save_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -1013,7 +1013,7 @@ def test_notebook_saves_figures_only_through_save_figure(name):
     lines = savefig_calls(code)
     assert not lines, (
         f"{name} calls savefig directly (lines {lines} of its code cells): use "
-        "mhattn.figures.save_figure(fig, FIGURES / NAME), which writes only when refresh.sh runs it"
+        "mhattn.pictures.figures.save_figure(fig, FIGURES / NAME), which writes only when refresh.sh runs it"
     )
 
 

@@ -184,7 +184,7 @@ from pathlib import Path
 import numpy as np
 import mhattn
 from mhattn import MultiHeadAttention, causal_mask
-from mhattn.model import load_trained
+from mhattn.learn.model import load_trained
 
 expected_version, readme = sys.argv[1], Path(sys.argv[2]).read_text(encoding="utf-8")
 assert mhattn.__version__ == expected_version, mhattn.__version__
@@ -231,13 +231,13 @@ assert abs(numeric - analytic) < 1e-7 * max(1.0, abs(loss(x)), abs(analytic)), (
 assert len(load_trained(num_layers=2).layers) == 2 and len(load_trained(num_layers=1).layers) == 1
 
 # The rest of the library imports with NumPy alone too.
-import mhattn.circuits, mhattn.engine, mhattn.explorer, mhattn.positions  # noqa: E401,F401
+import mhattn.learn.circuits, mhattn.engine, mhattn.explorer, mhattn.core.positions  # noqa: E401,F401
 
 # NumPy is the only third-party module the library loaded; the pictures need the extra.
 third_party = {name.split(".")[0] for name in sys.modules} & {
     "matplotlib", "sklearn", "scipy", "IPython", "ipywidgets", "PIL", "threadpoolctl", "tqdm", "jupyter_core"}
 assert not third_party, third_party
-for module in ("mhattn.plots", "mhattn.embedding_shift"):
+for module in ("mhattn.pictures.plots", "mhattn.pictures.embedding_shift"):
     try:
         __import__(module)
     except ImportError as error:

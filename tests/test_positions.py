@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from mhattn import MultiHeadAttention, causal_mask
-from mhattn.positions import sinusoidal_encoding
+from mhattn.core.positions import sinusoidal_encoding
 
 EPS = np.finfo(np.float64).eps
 

@@ -22,14 +22,14 @@ def call_from(module_name, source, **names):
 NAN_X = np.full((1, 2, 4), np.nan)
 
 
-@pytest.mark.parametrize("caller", ["mhattn.model", "mhattn.train", "mhattn.explorer.frame", "mhattn.circuits", "user"])
+@pytest.mark.parametrize("caller", ["mhattn.learn.model", "mhattn.learn.train", "mhattn.explorer.frame", "mhattn.learn.circuits", "user"])
 def test_calls_from_the_public_objects_are_checked(caller):
     mha = MultiHeadAttention(d_model=4, num_heads=2)
     with pytest.raises(ValueError, match="x must be finite"):
         call_from(caller, "result = mha(x)", mha=mha, x=NAN_X)
 
 
-@pytest.mark.parametrize("caller", ["mhattn.attention", "mhattn.grad", "mhattn.engine.blocks"])
+@pytest.mark.parametrize("caller", ["mhattn.core.attention", "mhattn.core.grad", "mhattn.engine.blocks"])
 def test_calls_between_layers_are_trusted(caller):
     scores = np.array([[0.0, np.log(3.0)]])
     result = call_from(caller, "result = softmax(scores, -1)", softmax=softmax, scores=scores)

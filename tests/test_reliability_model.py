@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mhattn import MultiHeadAttention, causal_mask
-from mhattn.model import InductionModel, load_trained
+from mhattn.learn.model import InductionModel, load_trained
 
 
 def small_model(num_heads=4, seed=1):
@@ -214,7 +214,7 @@ def test_the_shipped_checkpoints_pass_the_checks():
 def test_initial_weights_have_the_documented_spread():
     # Docstring: embeddings N(0, EMBED_SCALE**2), unembedding N(0, 1 / d_model). A sample std of
     # N draws errs by about sigma / sqrt(2 N): <= 0.6 % here, so 5 % is a wide, still sharp bound.
-    from mhattn.model import EMBED_SCALE
+    from mhattn.learn.model import EMBED_SCALE
 
     model = InductionModel(1, vocab=64, max_len=64, d_model=256, num_heads=4, seed=9)
     assert model.embed.std() == pytest.approx(EMBED_SCALE, rel=0.05)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mhattn import KVCache, MultiHeadAttention, scaled_dot_product_attention
-from mhattn.grad import multihead_vjp
+from mhattn.core.grad import multihead_vjp
 
 RNG = np.random.default_rng(16)
 

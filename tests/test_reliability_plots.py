@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from mhattn.plots import plot_attention, plot_heads  # noqa: E402
+from mhattn.pictures.plots import plot_attention, plot_heads  # noqa: E402
 
 
 def luminance(colour):

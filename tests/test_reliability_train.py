@@ -10,9 +10,13 @@ import math
 import numpy as np
 import pytest
 
-import mhattn.train as trainer
-from mhattn.model import InductionModel, induction_batch
-from mhattn.train import Adam, loss_and_grads, main, train
+import mhattn.learn.train as trainer
+from mhattn.learn import cli
+from mhattn.learn.cli import main
+from mhattn.learn.model import InductionModel
+from mhattn.learn.optim import Adam
+from mhattn.learn.task import induction_batch
+from mhattn.learn.train import loss_and_grads, train
 
 
 def _no_training(*args, **kwargs):
@@ -64,7 +68,7 @@ def test_adam_refuses_a_learning_rate_that_is_not_a_finite_positive_float():
     ],
 )
 def test_bad_command_line_values_are_usage_errors_before_training(monkeypatch, capsys, tmp_path, argv, option):
-    monkeypatch.setattr(trainer, "train", _no_training)
+    monkeypatch.setattr(cli, "train", _no_training)
     with pytest.raises(SystemExit) as exit_:
         main([*argv, "--out", str(tmp_path / "m.npz")])
     assert exit_.value.code == 2
@@ -74,7 +78,7 @@ def test_bad_command_line_values_are_usage_errors_before_training(monkeypatch, c
 
 @pytest.mark.parametrize("out", [".", "..", "folder", "folder/"])
 def test_out_must_name_a_file_not_a_folder(monkeypatch, capsys, tmp_path, out):
-    monkeypatch.setattr(trainer, "train", _no_training)
+    monkeypatch.setattr(cli, "train", _no_training)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "folder").mkdir()
     with pytest.raises(SystemExit):
@@ -84,7 +88,7 @@ def test_out_must_name_a_file_not_a_folder(monkeypatch, capsys, tmp_path, out):
 
 
 def test_an_unwritable_out_is_refused_before_training(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(trainer, "train", _no_training)
+    monkeypatch.setattr(cli, "train", _no_training)
     (tmp_path / "a_file").write_text("")
     for out in (tmp_path / "missing" / "m.npz", tmp_path / "a_file" / "m.npz"):
         with pytest.raises(SystemExit):
@@ -94,7 +98,7 @@ def test_an_unwritable_out_is_refused_before_training(monkeypatch, capsys, tmp_p
 
 def test_the_command_line_prints_the_path_it_wrote(monkeypatch, capsys, tmp_path):
     small = InductionModel(1, vocab=6, max_len=8, d_model=8, num_heads=2)
-    monkeypatch.setattr(trainer, "train", lambda *args, **kwargs: small)
+    monkeypatch.setattr(cli, "train", lambda *args, **kwargs: small)
     monkeypatch.chdir(tmp_path)
     assert main(["--out", "model", "--quiet"]) == 0
     assert (tmp_path / "model.npz").is_file() and not (tmp_path / "model").exists()

@@ -1,4 +1,4 @@
-"""Rotary position embeddings (mhattn.positions.apply_rope, MultiHeadAttention(rope=True)).
+"""Rotary position embeddings (mhattn.core.positions.apply_rope, MultiHeadAttention(rope=True)).
 
 Oracles, none of which shares code with mhattn:
 
@@ -24,8 +24,8 @@ import pytest
 from oracle import require_torch, torch
 
 from mhattn import FastMultiHeadAttention, KVCache, MultiHeadAttention, causal_mask, padding_mask
-from mhattn.grad import multihead_vjp, rope_vjp
-from mhattn.positions import apply_rope, apply_rope_interleaved, interleaved_to_half_split, rope_angles
+from mhattn.core.grad import multihead_vjp, rope_vjp
+from mhattn.core.positions import apply_rope, apply_rope_interleaved, interleaved_to_half_split, rope_angles
 
 EPS = np.finfo(np.float64).eps
 FD_STEP, FD_RTOL = 1e-6, 1e-7  # as tests/test_grad.py: truncation + rounding error ~1e-9 of the gradient's scale

@@ -1,4 +1,4 @@
-"""Why several heads (mhattn.several_heads, notebook 07): the task, the gradient, the experiment.
+"""Why several heads (mhattn.learn.several_heads, notebook 07): the task, the gradient, the experiment.
 
 Every test's name contains "several_heads": ``pytest -k several_heads`` selects them all.
 """
@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from mhattn import several_heads as sh
-from mhattn.masks import causal_mask
+from mhattn.core.masks import causal_mask
+from mhattn.learn import several_heads as sh
 
 
 def test_several_heads_targets_are_the_tokens_one_and_two_back_by_a_plain_loop():

@@ -13,8 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-from mhattn.model import InductionModel, induction_batch
-from mhattn.train import Adam, cross_entropy, loss_and_grads, main, train
+from mhattn.learn.cli import main
+from mhattn.learn.losses import cross_entropy
+from mhattn.learn.model import InductionModel
+from mhattn.learn.optim import Adam
+from mhattn.learn.task import induction_batch
+from mhattn.learn.train import loss_and_grads, train
 
 
 def tiny_model(seed=0, num_layers=2):
@@ -180,7 +184,7 @@ def test_the_command_line_trains_and_saves(tmp_path):
     """End to end in a fresh interpreter, as the README tells a reader to run it."""
     out = tmp_path / "tiny.npz"
     completed = subprocess.run(
-        [sys.executable, "-m", "mhattn.train", "--layers", "2", "--seed", "1", "--steps", "3", "--out", str(out)],
+        [sys.executable, "-m", "mhattn.learn.train", "--layers", "2", "--seed", "1", "--steps", "3", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

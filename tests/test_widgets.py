@@ -18,7 +18,9 @@ from explorer_expected import assert_drawing_matches, drawn, png_pixels, readout
 from traitlets import TraitError
 
 from mhattn import MultiHeadAttention
-from mhattn.widgets import D_MODELS, DPI, FIGSIZE, MAX_HEADS, MAX_SEQ_LEN, MIN_SEQ_LEN, explorer, head_choices
+from mhattn.explorer import explorer
+from mhattn.explorer.draw import DPI, FIGSIZE
+from mhattn.explorer.frame import D_MODELS, MAX_HEADS, MAX_SEQ_LEN, MIN_SEQ_LEN, head_choices
 
 
 @pytest.fixture

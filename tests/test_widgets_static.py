@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from explorer_expected import EXPLORER_NOTEBOOKS, ROOT, png_pixels
 
-from mhattn.widgets import DPI, FIGSIZE, explorer
+from mhattn.explorer import explorer
+from mhattn.explorer.draw import DPI, FIGSIZE
 
 
 @pytest.fixture

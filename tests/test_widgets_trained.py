@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from explorer_expected import assert_drawing_matches, drawn, png_pixels
 
-from mhattn.model import decode_tokens, encode_letters, load_trained
-from mhattn.widgets import DEFAULT_TOKENS, explorer
+from mhattn.explorer import explorer
+from mhattn.explorer.frame import DEFAULT_TOKENS
+from mhattn.learn.model import decode_tokens, encode_letters, load_trained
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@
     return choices;
   }
 
-  function parseTokens(text, longest) {  // mhattn.model.encode_letters + the explorer's length rule
+  function parseTokens(text, longest) {  // mhattn.learn.model.encode_letters + the explorer's length rule
     const letters = text.toLowerCase().replace(/\s+/g, "");
     const bad = [...new Set(letters.split("").filter((c) => !LETTERS.includes(c)))].sort();
     if (bad.length) return { error: `tokens must hold only letters a-z and spaces; got ${bad.join(" ")}` };
@@ -76,7 +76,7 @@
       real: range(n).map(() => true), tokens, predictions, scores: scores(shownWeights, tokens) };
   }
 
-  function scores(weights, tokens) {  // mhattn.circuits.previous_token_score and prefix_matching_score
+  function scores(weights, tokens) {  // mhattn.learn.circuits.previous_token_score and prefix_matching_score
     const n = tokens.length;
     const previous = weights.map((w) => { let s = 0; for (let t = 1; t < n; t++) s += w[t][t - 1]; return s / (n - 1); });
     const matching = weights.map((w) => {

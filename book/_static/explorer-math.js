@@ -69,7 +69,7 @@
     return out;
   }
 
-  function rope(vectors, n, dk, base) {  // mhattn.positions.apply_rope: pairs (c, c + dk/2) turn by p * theta_c
+  function rope(vectors, n, dk, base) {  // mhattn.core.positions.apply_rope: pairs (c, c + dk/2) turn by p * theta_c
     const half = dk / 2, out = new Float64Array(vectors);
     const theta = Array.from({ length: half }, (_, c) => Math.pow(base, -(2 * c) / dk));
     for (let p = 0; p < n; p++) {

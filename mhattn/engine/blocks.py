@@ -37,8 +37,8 @@ import math
 
 import numpy as np
 
-from .. import _checks
-from ..multihead import MultiHeadAttention
+from .. import checks
+from .bounds import check_scores, key_norms, log_max_abs, safe_exponent, same_leading_axes
 
 # Scores per block: 2**18 float32 scores are 1 MiB, a core's L2 cache here. Measured (float32,
 # no weights, 1 / 2 BLAS threads) at (batch, heads, seq_len, d_k) = (1, 4, 4096, 64): 2**15 scores
@@ -49,14 +49,14 @@ BLOCK_SCORES = 2**18
 
 def blockwise_args(Q, K, V, mask, block_size, need_weights):
     """Arguments of :func:`blockwise_attention`: those of the teaching path, and two more."""
-    arguments, result_dtype = _checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 becomes float32
+    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 becomes float32
     del arguments["dropout_p"], arguments["rng"]
-    block_size = None if block_size is None else _checks.positive_int("block_size", block_size)
-    need_weights = _checks.flag("need_weights", need_weights)
+    block_size = None if block_size is None else checks.positive_int("block_size", block_size)
+    need_weights = checks.flag("need_weights", need_weights)
     return arguments | {"block_size": block_size, "need_weights": need_weights}, result_dtype
 
 
-@_checks.checked(blockwise_args)
+@checks.checked(blockwise_args)
 def blockwise_attention(Q, K, V, mask=None, *, block_size=None, need_weights=False):
     """Scaled dot-product attention, computed ``block_size`` queries at a time.
 
@@ -112,7 +112,7 @@ def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=Tru
 
     heads, rows = _block_shape(lead[-1], seq_q, seq_k, block_size)
     scratch = _Scratch(heads, rows, seq_k, d_k, dtype, need_weights, mask is not None)
-    norms = _key_norms(K), _log_max_abs(V)  # (...) each: the longest key, log max|V| per head
+    norms = key_norms(K), log_max_abs(V)  # (...) each: the longest key, log max|V| per head
     for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
         for head in range(0, lead[-1], heads):
             for start in range(0, seq_q, rows):
@@ -121,35 +121,6 @@ def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=Tru
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], None if weights is None else weights[0]
     return output, weights
-
-
-def same_leading_axes(Q, K, V, mask, dtype):
-    """Views of ``Q, K, V, mask`` with the same leading axes, at least one; K and V in ``dtype``.
-
-    Returns ``(leading, (Q, K, V, mask))``: ``leading`` is the broadcast leading shape of the
-    inputs (``()`` for 2-D inputs, whose results drop the axis added here). No copies, except
-    K or V cast to ``dtype``. Shared by the query blocks and :mod:`mhattn.engine.flash`.
-    """
-    leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
-    lead = leading or (1,)  # at least one leading axis (its last one is usually the heads)
-    (seq_q, d_k), seq_k, d_v = Q.shape[-2:], K.shape[-2], V.shape[-1]
-    Q = np.broadcast_to(Q, lead + (seq_q, d_k))
-    K = np.broadcast_to(K.astype(dtype, copy=False), lead + (seq_k, d_k))
-    V = np.broadcast_to(V.astype(dtype, copy=False), lead + (seq_k, d_v))
-    mask = None if mask is None else np.broadcast_to(mask, lead + (seq_q, seq_k))
-    return leading, (Q, K, V, mask)
-
-
-def _key_norms(K):
-    """The length of the longest key of each head, shape ``K.shape[:-2]``."""
-    return np.sqrt(np.einsum("...kd,...kd->...k", K, K).max(axis=-1, initial=0))
-
-
-def _log_max_abs(V):
-    """``log max|V|`` over the last two axes, as float64 (-inf for zeros); no ``|V|``-sized temporary."""
-    largest = np.maximum(V.max(axis=(-2, -1), initial=0), -V.min(axis=(-2, -1), initial=0))
-    with np.errstate(divide="ignore"):
-        return np.log(largest).astype(np.float64)  # the log in V's dtype: longdouble's max exceeds float64
 
 
 def _block_shape(num_heads, seq_q, seq_k, block_size):
@@ -190,11 +161,11 @@ def _attend_block(Q, K, V, mask, block, norms, scratch, output, weights):
     # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
     bound = np.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm[outer][heads].max()
     if not bound < np.finfo(scores.dtype).max / 2:  # rare: only then can a score have overflowed
-        _check_scores(scores, allowed)
+        check_scores("blockwise attention", scores, allowed)
     if allowed is not None:
         blocked = np.logical_not(allowed, out=scratch.blocked[:n_heads, :n_rows])
         np.copyto(scores, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
-    subtract_max = not bound <= _safe_exponent(scores.dtype, scores.shape[-1])
+    subtract_max = not bound <= safe_exponent(scores.dtype, scores.shape[-1])
     # Dividing the output rows (d_v numbers each) instead of the weights (seq_k each) saves a
     # pass over the scores, if exp(scores) @ V cannot overflow: each exp is at most 1 (max
     # subtracted) or e**bound, so each sum at most seq_k * that * max|V|.
@@ -217,7 +188,7 @@ def _softmax_(scores, subtract_max=True, normalise=True):
     the factor ``exp(-max)`` cancels in the division. The caller may skip it
     (``subtract_max=False``: two passes over the block fewer) when it has proved that
     every score is small enough for ``exp`` to neither overflow nor underflow
-    (:func:`_safe_exponent`).
+    (:func:`~mhattn.engine.bounds.safe_exponent`).
 
     Returns the reciprocals of the row sums, shape ``(..., rows, 1)``. With
     ``normalise=False`` the rows are left unnormalised (``exp(scores)``, or
@@ -240,58 +211,3 @@ def _softmax_(scores, subtract_max=True, normalise=True):
 def _fits(dtype, log_size):
     """Whether a number of log ``log_size`` stays 4 times below the largest ``dtype``."""
     return log_size < float(np.log(np.finfo(dtype).max)) - 2 * math.log(2)
-
-
-def _check_scores(scores, allowed):
-    """Raise ``FloatingPointError`` if a score that may be attended to overflowed to +-inf.
-
-    A row of ``-inf`` scores would otherwise pass for a fully masked row: zeros, silently.
-    """
-    overflowed = np.isinf(scores)
-    if allowed is not None:
-        overflowed &= allowed
-    if overflowed.any():
-        raise FloatingPointError(
-            f"blockwise attention overflowed {scores.dtype}: a score q.k/sqrt(d_k) is beyond "
-            f"{float(np.finfo(scores.dtype).max):.3g}. Scale Q and K down or compute in float64."
-        )
-
-
-def _safe_exponent(dtype, seq_k):
-    """The largest ``bound`` such that scores in ``[-bound, bound]`` need no max subtraction.
-
-    Then ``exp(score)`` lies in ``[exp(-bound), exp(bound)]``, and we ask that
-
-    * a row's sum, at most ``seq_k * exp(bound)``, stays ``2**8`` times below the largest float;
-    * ``exp(-bound)`` stays ``2**24`` times above the smallest normal float, so even a row
-      whose scores all lie near ``-bound`` keeps full precision in its sum.
-
-    For float32 and ``seq_k = 4096`` the limit is about 70 (for float64, 691); the scores of
-    a softmax that has not saturated are far smaller. ``np.log``, not ``math.log``: the
-    largest longdouble is beyond a Python float.
-    """
-    info = np.finfo(dtype)
-    overflow = float(np.log(info.max)) - math.log(max(seq_k, 1)) - 8 * math.log(2)
-    underflow = -float(np.log(info.tiny)) - 24 * math.log(2)
-    return min(overflow, underflow)
-
-
-class FastMultiHeadAttention(MultiHeadAttention):
-    """:class:`mhattn.MultiHeadAttention` with attention computed in blocks or tiles.
-
-    The same constructor, weights and outputs (to rounding). With ``need_weights=True`` the
-    query blocks of this module compute the weights row block by row block. With
-    ``need_weights=False`` no weight is kept: for keys longer than one key tile
-    (``mhattn.engine.flash.KEY_TILE``) they are cut into tiles too
-    (:func:`mhattn.engine.flash_attention`'s loop, the faster of the two there); shorter ones
-    fit a block whole, and the query blocks, with fewer passes per block, are faster. Either
-    way the extra memory is one block or a few tiles of scores, whatever ``seq_len`` is,
-    besides the output.
-    """
-
-    def _attention(self, Q, K, V, mask, need_weights):
-        from . import flash  # here: flash imports this module
-
-        if need_weights or K.shape[-2] <= flash.KEY_TILE:  # a whole row of scores fits one key tile
-            return attention_in_blocks(Q, K, V, mask, need_weights=need_weights)
-        return flash.attention_in_tiles(Q, K, V, mask)[0], None

@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-from .. import _checks
-from .blocks import _key_norms, _log_max_abs, _safe_exponent, same_leading_axes
+from .. import checks
+from .bounds import check_scores, key_norms, log_max_abs, safe_exponent, same_leading_axes
 
 # Scores per tile: 2**17 float32 scores (512 KiB) stay in a core's L2 cache through every
 # pass over the tile. Key tiles of KEY_TILE keys; query tiles fill the rest.
@@ -95,16 +95,16 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal
         If a score ``q . k / sqrt(d_k)`` overflows (finite but enormous ``Q`` and ``K``), or
         the output does not fit the output dtype.
     """
-    block_q = None if block_q is None else _checks.positive_int("block_q", block_q)
-    block_k = None if block_k is None else _checks.positive_int("block_k", block_k)
-    is_causal = _checks.flag("is_causal", is_causal)
-    return_lse = _checks.flag("return_lse", return_lse)
+    block_q = None if block_q is None else checks.positive_int("block_q", block_q)
+    block_k = None if block_k is None else checks.positive_int("block_k", block_k)
+    is_causal = checks.flag("is_causal", is_causal)
+    return_lse = checks.flag("return_lse", return_lse)
     if is_causal and mask is not None:
         raise ValueError(
             "mask must be None when is_causal=True (is_causal builds each tile's causal mask itself); "
             f"got a mask of shape {np.shape(mask)}. Pass one or the other, or combine them into one mask"
         )
-    arguments, result_dtype = _checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 arrives as float32
+    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 arrives as float32
     output, lse = attention_in_tiles(
         arguments["Q"],
         arguments["K"],
@@ -117,7 +117,7 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal
     if result_dtype is not None:
         output = output.astype(result_dtype)
         if not _all_finite(output):
-            raise FloatingPointError(f"the attention output overflows {result_dtype.name}: |V| is too large")
+            raise checks.overflow_error("flash_attention", result_dtype, "the output, an average of V,")
     return (output, lse) if return_lse else output
 
 
@@ -137,7 +137,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None, is_causal)
     tiles.check_scores = _scores_may_overflow(Q, K, work)
     v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
-    key_norms, log_v_max = _key_norms_in_tiles(K), _log_max_abs(V) + math.log(v_scale)  # (...) each
+    key_norms, log_v_max = _key_norms_in_tiles(K), log_max_abs(V) + math.log(v_scale)  # (...) each
     with np.errstate(over="ignore", invalid="ignore"):
         for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
             for head in range(0, lead[-1], heads):
@@ -155,7 +155,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     if dtype != work:
         output = output.astype(dtype)
     if not _all_finite(output):  # only if V is within rounding of the largest float
-        raise FloatingPointError(f"the attention output overflows {np.dtype(dtype).name}: |V| is too large")
+        raise checks.overflow_error("flash_attention", dtype, "the output, an average of V,")
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], lse[0]
     return output, lse
@@ -248,7 +248,7 @@ class _Tiles:
         """Whether every exponent of this query tile is provably safe without a running max.
 
         Every score lies in ``[-bound, bound]``, ``bound = max|q| max|k|`` (Cauchy-Schwarz).
-        When ``exp`` can neither overflow nor underflow there (:func:`~.blocks._safe_exponent`)
+        When ``exp`` can neither overflow nor underflow there (:func:`~.bounds.safe_exponent`)
         and the running output ``sum_j exp(s_j) v_j`` stays below the largest float, the max
         is fixed at 0: no max, no subtraction, no rescaling, three passes over each tile fewer.
         """
@@ -256,7 +256,7 @@ class _Tiles:
             return False
         if self.limits is None or self.limits[0] != K.shape[-2]:  # computed once per call
             seq_k = max(K.shape[-2], 1)
-            self.limits = K.shape[-2], _safe_exponent(self.q.dtype, seq_k), self.log_limit - math.log(seq_k)
+            self.limits = K.shape[-2], safe_exponent(self.q.dtype, seq_k), self.log_limit - math.log(seq_k)
         _, safe, log_room = self.limits
         bound = float(np.sqrt(np.einsum("...d,...d->...", q, q).max(initial=0)) * self.key_norm.max(initial=0))
         return bound <= safe and bound + self.log_v_max < log_room
@@ -299,7 +299,7 @@ class _Tiles:
         s = self.s[: math.prod(shape)].reshape(shape)  # contiguous, so NumPy needs no buffers to walk it
         np.matmul(q, k.swapaxes(-1, -2), out=s)  # (heads, rows, keys)
         if self.check_scores:
-            _check_scores(s, blocked)
+            check_scores("flash_attention", s, None if blocked is None else ~blocked)
         if blocked is not None:
             np.copyto(s, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
         return s
@@ -310,7 +310,7 @@ def _key_norms_in_tiles(K):
     (so that no temporary grows with ``seq_k``)."""
     longest = np.zeros(K.shape[:-2], dtype=K.dtype)
     for start in range(0, K.shape[-2], KEY_TILE):
-        np.maximum(longest, _key_norms(K[..., start : start + KEY_TILE, :]), out=longest)
+        np.maximum(longest, key_norms(K[..., start : start + KEY_TILE, :]), out=longest)
     return longest
 
 
@@ -346,14 +346,3 @@ def _value_scale(V, seq_k, dtype):
     if largest <= limit:
         return 1
     return 2.0 ** -math.ceil(math.log2(largest / limit))
-
-
-def _check_scores(scores, blocked):
-    """Raise ``FloatingPointError`` if a score that may be attended to overflowed to +-inf."""
-    overflowed = ~np.isfinite(scores)
-    if blocked is not None:
-        overflowed &= ~blocked
-    if overflowed.any():
-        raise FloatingPointError(
-            f"the attention scores Q @ K.T / sqrt(d_k) overflow {scores.dtype.name}: Q and K are too large"
-        )

@@ -12,6 +12,7 @@ Python list, the cache over-allocates: when full, it doubles its capacity and co
 so ``n`` appends copy fewer than ``2 n`` tokens in all (amortised ``O(1)`` per token).
 """
 
+import contextlib
 import functools
 import threading
 import weakref
@@ -78,6 +79,7 @@ class KVCache:
 
     def __init__(self):
         self._lock = threading.Lock()  # held during every change: a second thread is refused, never interleaved
+        self._steps = threading.local()  # per thread: the spans this thread's guarded calls appended
         self._reset()
 
     def _reset(self):
@@ -177,24 +179,55 @@ class KVCache:
         start, self._length = self._length, self._length + t_new
         self._keys[:, :, start : self._length] = K_new
         self._values[:, :, start : self._length] = V_new
+        appended = getattr(self._steps, "spans", None)
+        if appended is not None:  # inside undo_on_error(): remember what this call added
+            appended.append((start, self._length))
         positions = np.arange(self._length)  # (total,)
         mask = positions[None, :] <= (start + np.arange(t_new))[:, None]  # (t_new, total): key position <= query's
         return self.keys, self.values, mask
+
+    @contextlib.contextmanager
+    def undo_on_error(self):
+        """Run a decoding step so that, if it fails, the cache holds what it held before.
+
+        :meth:`mhattn.MultiHeadAttention.forward` runs inside it: if the step raises after its
+        keys and values were appended (an overflow, a KeyboardInterrupt), exactly the tokens that
+        *this* thread appended inside the block are removed, so a retry does not cache them twice.
+        A step refused because another thread holds the cache appended nothing, and undoes
+        nothing: the other thread's tokens stay.
+        """
+        outer = getattr(self._steps, "spans", None)
+        self._steps.spans = spans = []
+        try:
+            yield self
+        except BaseException:
+            with self._lock:
+                for start, end in reversed(spans):
+                    if self._length == end:  # nothing appended after it: remove exactly this span
+                        self._forget_from(start)
+            raise
+        finally:
+            self._steps.spans = outer
+            if outer is not None:
+                outer.extend(spans)
 
     @_one_thread
     def truncate(self, length):
         """Forget every token from position ``length`` on (capacity is kept).
 
-        :meth:`mhattn.MultiHeadAttention.forward` calls it when a decoding step fails after
-        its keys and values were appended, so that a retry does not cache them twice.
+        To go back to an earlier point of a decoding run (a rejected draft, a new branch).
         """
         if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
             raise TypeError(f"length must be an int in [0, {self._length}]; got {length!r}")
         if not 0 <= length <= self._length:
             raise ValueError(f"length must be an int in [0, {self._length}]; got {length!r}")
+        self._forget_from(int(length))
+
+    def _forget_from(self, length):
+        """Drop the tokens from ``length`` on; the caller holds the lock."""
         if length < self._length:  # new buffers: views handed out earlier keep the forgotten tokens
             self._keys, self._values = self._keys.copy(), self._values.copy()
-        self._length = int(length)
+        self._length = length
 
     @_one_thread
     def clear(self):

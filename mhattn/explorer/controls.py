@@ -16,7 +16,8 @@ nbconvert --to html``, JupyterLab before the notebook is trusted). Where the liv
 renders, a style sheet inside it hides that copy.
 """
 
-from .._optional import require
+from ..checks.optional import require
+from ..learn.model import load_trained
 from .draw import FrameDrawing
 from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
 from .frame import (
@@ -166,8 +167,6 @@ class Explorer(widgets.VBox):
     def trained_model(self):
         """The trained model (:func:`mhattn.model.load_trained`), loaded the first time it is needed."""
         if self._model is None:
-            from ..model import load_trained
-
             self._model = load_trained()
         return self._model
 

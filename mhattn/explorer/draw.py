@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from .._optional import require
+from ..checks.optional import require
 from .frame import MAX_HEADS, MAX_SEQ_LEN, SHOWN, padded_length
 
 FIGSIZE = (7.5, 4.25)  # inches, the same for every setting: 750 x 425 pixels at DPI (exact in binary: every

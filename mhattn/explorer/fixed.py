@@ -4,7 +4,7 @@ Setting a new ``min``, ``max`` or ``options`` on one raises :class:`traitlets.Tr
 (once the explorer has set ``_fixed``), with a message naming the control.
 """
 
-from .._optional import require
+from ..checks.optional import require
 
 widgets = require("ipywidgets")
 traitlets = require("traitlets")

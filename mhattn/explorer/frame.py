@@ -32,9 +32,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .. import _checks
-from ..masks import causal_mask, padding_mask
-from ..multihead import MultiHeadAttention
+from .. import checks
+from ..core.masks import causal_mask, padding_mask
+from ..core.multihead import MultiHeadAttention
+from ..learn import circuits
+from ..learn.model import decode_tokens, encode_letters, load_trained
+from ..pictures.embedding_shift import embedding_shift_2d
 
 MIN_SEQ_LEN, MAX_SEQ_LEN = 2, 32
 D_MODELS = (12, 16, 32, 48, 64)
@@ -86,8 +89,6 @@ def random_tokens(seed, seq_len, d_model):
 
 def parse_tokens(text, longest=MAX_SEQ_LEN):
     """The letters of ``text`` as token ids ``(seq_len,)``, or a ValueError that says what to type."""
-    from ..model import encode_letters
-
     if not isinstance(text, str):
         raise TypeError(f"tokens must be a str of letters, like {DEFAULT_TOKENS!r}; got {text!r}")
     tokens = encode_letters(text)  # a ValueError names any character that is not a letter
@@ -123,19 +124,19 @@ class State:
 
 def check_state(state):
     """``state`` with every setting checked (a clear error names any that the explorer cannot show)."""
-    d_model = _checks.positive_int("d_model", state.d_model)
+    d_model = checks.positive_int("d_model", state.d_model)
     if d_model not in D_MODELS:
         raise ValueError(f"d_model must be one of {D_MODELS}; got {d_model}")
-    num_heads = _checks.positive_int("num_heads", state.num_heads)
+    num_heads = checks.positive_int("num_heads", state.num_heads)
     if num_heads not in head_choices(d_model):
         raise ValueError(f"num_heads must divide d_model = {d_model} and be at most {MAX_HEADS}: one of "
                          f"{head_choices(d_model)}; got {num_heads}")
-    seq_len = _checks.positive_int("seq_len", state.seq_len)
+    seq_len = checks.positive_int("seq_len", state.seq_len)
     if not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
         raise ValueError(f"seq_len must be in [{MIN_SEQ_LEN}, {MAX_SEQ_LEN}]; got {seq_len}")
     if state.mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}; got {state.mask!r}")
-    trained = _checks.flag("trained", state.trained)
+    trained = checks.flag("trained", state.trained)
     parse_tokens(state.tokens)
     layer = state.layer
     if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
@@ -150,7 +151,7 @@ def check_state(state):
         raise ValueError(f"positions='rope' needs an even d_k = d_model // num_heads (RoPE turns pairs of "
                          f"coordinates); got d_k = {d_model // num_heads}")
     return replace(state, trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads,
-                   seed=_checks.seed(state.seed), layer=int(layer))
+                   seed=checks.seed(state.seed), layer=int(layer))
 
 
 @dataclass(frozen=True)
@@ -224,15 +225,6 @@ def compute_frame(state, model=None):
     return _untrained_frame(state)
 
 
-def _embedding_shift_2d(inputs, outputs):
-    from .._optional import require
-
-    require("sklearn.decomposition")  # a clear message when scikit-learn is missing
-    from ..embedding_shift import embedding_shift_2d
-
-    return embedding_shift_2d(inputs, outputs)
-
-
 def _untrained_frame(state):
     seq_len, d_model, num_heads, seed = state.seq_len, state.d_model, state.num_heads, state.seed
     x = random_tokens(seed, seq_len, d_model)  # (2, seq_len, d_model)
@@ -246,16 +238,13 @@ def _untrained_frame(state):
     allowed = np.ones((2, 1, seq_len, seq_len), dtype=bool)
     if mask is not None:
         allowed = allowed & mask  # (2, 1, seq_len, seq_len)
-    inputs_2d, outputs_2d, explained = _embedding_shift_2d(x[SHOWN], output[SHOWN])
+    inputs_2d, outputs_2d, explained = embedding_shift_2d(x[SHOWN], output[SHOWN])
     real = np.arange(seq_len) < (padded_length(seq_len) if state.mask == "padding" else seq_len)
     return Frame(state, weights[SHOWN], allowed[SHOWN, 0], x, output, inputs_2d, outputs_2d, explained, real,
                  [str(i) for i in range(seq_len)])
 
 
 def _trained_frame(state, model):
-    from .. import circuits
-    from ..model import decode_tokens, load_trained
-
     model = load_trained() if model is None else model
     tokens = parse_tokens(state.tokens, min(model.max_len, MAX_SEQ_LEN))
     seq_len, use_positions = len(tokens), state.position_mode == "learned"
@@ -266,7 +255,7 @@ def _trained_frame(state, model):
     for mha in model.layers[: state.layer + 1]:
         output, weights = mha(h[None], mask)  # (1, seq_len, d_model), (1, num_heads, seq_len, seq_len)
         h_before, h = h, h + output[0]
-    inputs_2d, outputs_2d, explained = _embedding_shift_2d(h_before, h)
+    inputs_2d, outputs_2d, explained = embedding_shift_2d(h_before, h)
     predictions = model.predict(tokens, use_positions=use_positions)  # (seq_len,)
     scores = {"previous_token": circuits.previous_token_score(weights), "prefix_matching": None}
     if any(tokens[t] in tokens[:t] for t in range(seq_len)):  # some query has an earlier occurrence

@@ -7,6 +7,7 @@ import html
 
 import numpy as np
 
+from ..learn.model import decode_tokens
 from .frame import padded_length
 
 
@@ -51,8 +52,6 @@ def readout_html(frame, note=None):
 
 
 def _trained_readout_html(frame):
-    from ..model import decode_tokens
-
     state, num_heads, seq_len = frame.state, frame.num_heads, frame.seq_len
     d_model = frame.x.shape[-1]
     letters = html.escape(" ".join(frame.labels))

@@ -7,8 +7,8 @@ computes attention: the numbers come from the rest of the package.
 
 import numpy as np
 
-from . import _checks
-from ._optional import require
+from .. import checks
+from ..checks.optional import require
 
 # matplotlib comes with the chapter's extra (mhattn's core needs NumPy only): without it,
 # importing this module raises an ImportError that says `pip install "mhattn[chapter]"`.
@@ -32,7 +32,7 @@ def _labels(name, labels, count):
 
 
 def _weights(name, weights, expected_ndim, layout):
-    weights = _checks.finite(name, _checks.real_array(name, weights))
+    weights = checks.finite(name, checks.real_array(name, weights))
     if weights.ndim == expected_ndim + 1 and weights.shape[0] == 1:
         hint = f" (a batch of one? pass {name}[0])"
     else:
@@ -209,8 +209,8 @@ def plot_embedding_shift(
     """
     points = []
     for name, array in (("inputs_2d", inputs_2d), ("outputs_2d", outputs_2d)):
-        array = _checks.finite(name, _checks.real_array(name, array))
-        _checks.ndim(name, array, 2, "(seq_len, 2)")
+        array = checks.finite(name, checks.real_array(name, array))
+        checks.ndim(name, array, 2, "(seq_len, 2)")
         if array.shape[1] != 2:
             raise ValueError(f"{name} must have shape (seq_len, 2); got shape {array.shape}")
         points.append(array)
@@ -220,7 +220,7 @@ def plot_embedding_shift(
     seq_len = inputs_2d.shape[0]
     labels = [f"pos {i}" for i in range(seq_len)] if labels is None else _labels("labels", labels, seq_len)
     if explained is not None:
-        explained = _checks.real_array("explained", explained)
+        explained = checks.real_array("explained", explained)
         if explained.shape != (2,):
             raise ValueError(f"explained must have shape (2,); got shape {explained.shape}")
     if label_at not in ("inputs", "outputs"):
@@ -255,7 +255,7 @@ def plot_embedding_shift(
         Line2D([], [], markerfacecolor="dimgray", label=output_label, **marker),
     ]
     if centre is not None:
-        centre = _steady(_checks.finite("centre", _checks.real_array("centre", centre)))
+        centre = _steady(checks.finite("centre", checks.real_array("centre", centre)))
         if centre.shape != (2,):
             raise ValueError(f"centre must have shape (2,); got shape {centre.shape}")
         ax.scatter(*centre, marker="*", s=300, color="black", zorder=4)

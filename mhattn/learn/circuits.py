@@ -25,7 +25,8 @@ https://transformer-circuits.pub/2021/framework/index.html. Olsson et al. (2022)
 
 import numpy as np
 
-from .model import accuracy, induction_batch
+from .. import checks
+from .task import accuracy, induction_batch
 
 # --- attention patterns --------------------------------------------------------------------
 
@@ -133,12 +134,13 @@ def repeated_random_tokens(rng, batch_size, half_len, vocab):
 
 
 def head_weights(model, layer, head):
-    """One head's slices: ``W_Q, W_K, W_V`` of shape ``(d_model, d_k)`` and ``W_O`` of shape ``(d_k, d_model)``."""
-    module = model.layers[layer]
-    d, d_k = module.d_model, module.d_k
-    cols = slice(head * d_k, (head + 1) * d_k)
-    W_q, W_k, W_v = (module.W_qkv[:, part * d : (part + 1) * d][:, cols] for part in range(3))
-    return W_q, W_k, W_v, module.W_o[cols]
+    """One head's slices: ``W_Q, W_K, W_V`` of shape ``(d_model, d_k)`` and ``W_O`` of shape ``(d_k, d_model)``.
+
+    Read through :meth:`mhattn.MultiHeadAttention.head_weights`, the one accessor of the
+    ``W_qkv`` layout.
+    """
+    layer = checks.index("layer", layer, len(model.layers))
+    return model.layers[layer].head_weights(head)
 
 
 def ov_circuit(model, layer, head):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._checks import attention_args, checked
+from ..checks import attention_args, checked
 from .softmax import softmax
 
 

@@ -2,12 +2,11 @@
 
 import numpy as np
 
-from . import _checks
-from ._optional import require
+from .. import checks
+from ..checks.optional import require
 
 # scikit-learn comes with the chapter's extra (mhattn's core needs NumPy only): without it,
-# importing this module raises an ImportError that says `pip install "mhattn[chapter]"`.
-PCA = require("sklearn.decomposition").PCA
+# embedding_shift_2d raises an ImportError that says `pip install "mhattn[chapter]"`.
 
 
 def embedding_shift_2d(inputs, outputs):
@@ -37,13 +36,14 @@ def embedding_shift_2d(inputs, outputs):
     (scikit-learn's own sign convention has changed between releases); the picture is
     then the same on every run and every version.
     """
-    inputs, outputs = (_checks.real_array(n, a) for n, a in (("inputs", inputs), ("outputs", outputs)))
-    _checks.ndim("inputs", inputs, 2, "(seq_len, d_model)")
+    inputs, outputs = (checks.real_array(n, a) for n, a in (("inputs", inputs), ("outputs", outputs)))
+    checks.ndim("inputs", inputs, 2, "(seq_len, d_model)")
     if outputs.shape != inputs.shape:
         raise ValueError(f"outputs must have the shape of inputs {inputs.shape}; got shape {outputs.shape}")
     if inputs.shape[0] < 2:
         raise ValueError(f"inputs must hold at least 2 tokens for a 2-D PCA; got shape {inputs.shape}")
     stacked = np.vstack([inputs, outputs]).astype(np.float64)  # (2 * seq_len, d_model)
+    PCA = require("sklearn.decomposition").PCA  # scikit-learn, imported when first needed
     pca = PCA(n_components=2, svd_solver="full").fit(stacked)
     signs = np.sign(pca.components_[np.arange(2), np.abs(pca.components_).argmax(axis=1)])  # (2,)
     points = (stacked - pca.mean_) @ (pca.components_.T * signs)  # (2 * seq_len, 2)

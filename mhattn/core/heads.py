@@ -1,6 +1,6 @@
 """Splitting the model dimension into heads, and putting it back together."""
 
-from ._checks import combine_heads_args, moves_numbers, split_heads_args
+from ..checks import combine_heads_args, moves_numbers, split_heads_args
 
 
 @moves_numbers(split_heads_args)

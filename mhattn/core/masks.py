@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from . import _checks
+from .. import checks
 
 
 def causal_mask(seq_len):
@@ -18,7 +18,7 @@ def causal_mask(seq_len):
         ``mask[i, j]`` is True when ``j <= i``. Broadcasts against
         ``(batch, num_heads, seq_len, seq_len)``.
     """
-    seq_len = _checks.positive_int("seq_len", seq_len)
+    seq_len = checks.positive_int("seq_len", seq_len)
     positions = np.arange(seq_len)
     return positions[None, :] <= positions[:, None]  # (seq_len, seq_len): key j <= query i
 
@@ -39,7 +39,7 @@ def padding_mask(lengths, seq_len):
         ``mask[b, 0, 0, j]`` is True when key ``j`` is a real token of sequence ``b``.
         The two axes of length one broadcast over heads and queries.
     """
-    seq_len = _checks.positive_int("seq_len", seq_len)
+    seq_len = checks.positive_int("seq_len", seq_len)
     lengths = np.asarray(lengths)
     if lengths.dtype.kind not in "iu":
         raise TypeError(f"lengths must be integers; got dtype {lengths.dtype}")

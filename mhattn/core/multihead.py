@@ -2,11 +2,12 @@
 
 import numpy as np
 
-from . import _checks, grad
-from ._checks import checked, forward_args
+from .. import checks
+from ..checks import checked, forward_args
+from . import grad
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
-from .positions import apply_rope, rope_settings
+from .projection import project_qkv, qkv_columns, repeat_kv
 
 
 class MultiHeadAttention:
@@ -75,10 +76,10 @@ class MultiHeadAttention:
     """
 
     def __init__(self, d_model, num_heads, seed=42, *, num_kv_heads=None, rope=False, rope_base=10000.0):
-        self.d_model, self.num_heads, self.num_kv_heads = _checks.head_counts(d_model, num_heads, num_kv_heads)
+        self.d_model, self.num_heads, self.num_kv_heads = checks.head_counts(d_model, num_heads, num_kv_heads)
         self.d_k = self.d_model // self.num_heads
-        self.rope, self.rope_base = rope_settings(rope, rope_base, self.d_k)
-        rng = np.random.RandomState(_checks.seed(seed))
+        self.rope, self.rope_base = checks.rope_settings(rope, rope_base, self.d_k)
+        rng = np.random.RandomState(checks.seed(seed))
         scale = np.sqrt(2.0 / self.d_model)  # He initialisation (made for ReLU layers): here it doubles the variance
         width = self.d_model + 2 * self.num_kv_heads * self.d_k  # queries, keys, values
         self.W_qkv = rng.randn(self.d_model, width) * scale  # (d_model, width)
@@ -116,28 +117,45 @@ class MultiHeadAttention:
             ``weights[b, h, i, j]`` is how much query ``i`` of head ``h`` takes from key ``j``.
         """
         W_qkv, W_o = self.weights(x.dtype)  # checked, in x's dtype (float32 stays float32)
-        d_model, kv_width = self.d_model, self.num_kv_heads * self.d_k
-        if context is None:  # self-attention: all queries, keys and values in one product
-            Q, K, V = np.split(x @ W_qkv, [d_model, d_model + kv_width], axis=-1)  # (batch, seq, width) -> 3 parts
-        else:  # cross-attention: queries from x, keys and values from the context
-            Q = x @ W_qkv[:, :d_model]  # (batch, seq_q, d_model)
-            K, V = np.split(context @ W_qkv[:, d_model:], 2, axis=-1)  # (batch, seq_k, kv_width) each
-        Q = split_heads(Q, self.num_heads)  # (batch, num_heads, seq_q, d_k)
-        K = split_heads(K, self.num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k)
-        V = split_heads(V, self.num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k)
-        if self.rope:  # rotary positions (notebook 08): after any cached tokens, rotated once, before caching
-            positions = np.arange(x.shape[1]) + (0 if kv_cache is None else len(kv_cache))  # (seq_q,)
-            Q, K = apply_rope(Q, positions, self.rope_base), apply_rope(K, positions, self.rope_base)  # same shapes
-        if kv_cache is not None:  # decoding: add this step's keys and values to the earlier ones
+        start = 0 if kv_cache is None else len(kv_cache)  # new tokens sit after the cached ones
+        Q, K, V = self.project(x, W_qkv, context=context, start=start)  # (batch, heads, seq, d_k) each
+        if kv_cache is not None:  # decoding (notebook 10): this step's keys and values join the cached ones
             K, V, mask = kv_cache.extend(K, V, owner=self)  # (batch, num_kv_heads, seq_k, d_k) x 2, causal mask
-        group = self.num_heads // self.num_kv_heads  # query heads per key/value head
-        if group > 1:  # grouped queries: head h reads key/value head h // group
-            K, V = np.repeat(K, group, axis=1), np.repeat(V, group, axis=1)  # (batch, num_heads, seq_k, d_k)
+        K, V = repeat_kv(K, V, self.num_heads // self.num_kv_heads)  # (batch, num_heads, seq_k, d_k) each
         heads, weights = self._attention(Q, K, V, mask, need_weights)  # (batch, num_heads, seq_q, d_k)
         output = combine_heads(heads) @ W_o  # (batch, seq_q, d_model)
         return output, (weights if need_weights else None)
 
     __call__ = forward
+
+    def project(self, x, W_qkv, *, context=None, start=0):
+        """Queries, keys and values of every head (:func:`mhattn.core.projection.project_qkv`).
+
+        With ``rope=True``, the tokens of ``x`` sit at positions ``start, start + 1, ...`` and
+        their queries and keys are rotated by them.
+        """
+        positions = np.arange(start, start + x.shape[1]) if self.rope else None  # (seq_q,) or None
+        return project_qkv(x, W_qkv, self.num_heads, self.num_kv_heads, context=context, positions=positions,
+                           rope_base=self.rope_base)
+
+    def head_weights(self, head):
+        """``(W_Q, W_K, W_V, W_O)`` of query head ``head``: ``(d_model, d_k)`` x 3 and ``(d_k, d_model)``.
+
+        TransformerLens's per-head shapes, read from ``W_qkv`` and ``W_o`` through the one
+        column layout (:func:`mhattn.core.projection.qkv_columns`); under grouped queries,
+        ``W_K`` and ``W_V`` are those of the key/value head that ``head`` reads.
+        """
+        head = checks.index("head", head, self.num_heads)
+        W_qkv, W_o = self.weights(np.result_type(self.W_qkv, self.W_o))
+        W_q, W_k, W_v = np.split(W_qkv, self.qkv_columns(), axis=-1)
+        kv_head = head // (self.num_heads // self.num_kv_heads)
+        per_head = lambda W, count: split_heads(W[None], count)[0]  # noqa: E731  (d_model, width) -> (count, d_model, d_k)
+        return (per_head(W_q, self.num_heads)[head], per_head(W_k, self.num_kv_heads)[kv_head],
+                per_head(W_v, self.num_kv_heads)[kv_head], per_head(W_o.T, self.num_heads)[head].T)
+
+    def qkv_columns(self):
+        """Where the key and the value columns start in ``W_qkv``: ``[d_model, d_model + num_kv_heads * d_k]``."""
+        return qkv_columns(self.d_model, self.num_heads, self.num_kv_heads)
 
     def _attention(self, Q, K, V, mask, need_weights):
         """Attention in every head at once: the one step :class:`mhattn.engine.FastMultiHeadAttention` replaces."""
@@ -147,8 +165,8 @@ class MultiHeadAttention:
         """``(W_qkv, W_o)`` with their shapes checked, cast to ``dtype`` and checked finite after the cast."""
         width = self.d_model + 2 * self.num_kv_heads * self.d_k
         return (
-            _checks.weight("W_qkv", self.W_qkv, (self.d_model, width), dtype),
-            _checks.weight("W_o", self.W_o, (self.d_model, self.d_model), dtype),
+            checks.weight("W_qkv", self.W_qkv, (self.d_model, width), dtype),
+            checks.weight("W_o", self.W_o, (self.d_model, self.d_model), dtype),
         )
 
     def split_heads(self, x):

@@ -7,13 +7,13 @@ r"""A tiny attention-only transformer, built from the chapter's own :class:`Mult
     logits = h @ unembed                                    # (batch, seq_len, vocab)
 
 No MLP, no LayerNorm, no biases: everything a token learns about the others arrives through
-attention. Trained on the induction task (:func:`induction_batch`), two layers learn the
+attention. Trained on the induction task (:func:`mhattn.learn.task.induction_batch`), two layers learn the
 circuit of Olsson et al. (2022): a *previous-token head* in layer 0 writes each token's
 predecessor into its position, and an *induction head* in layer 1 finds the earlier
 occurrence of the current token and copies the token that followed it.
 
-:func:`load_trained` returns the shipped, trained model; :mod:`mhattn.train` trains one;
-:mod:`mhattn.circuits` measures what its heads do.
+:func:`load_trained` returns the shipped, trained model; :mod:`mhattn.learn.train` trains one;
+:mod:`mhattn.learn.circuits` measures what its heads do.
 """
 
 import copy
@@ -21,9 +21,9 @@ from importlib import resources
 
 import numpy as np
 
-from . import _checks, _checks_model
-from .masks import causal_mask
-from .multihead import MultiHeadAttention
+from .. import checks
+from ..core.masks import causal_mask
+from ..core.multihead import MultiHeadAttention
 
 VOCAB = 32  #: token ids 0..31; a..z are 0..25 (see encode_letters)
 MAX_LEN = 32  #: longest sequence (the positional embeddings' rows)
@@ -59,10 +59,10 @@ class InductionModel:
     """
 
     def __init__(self, num_layers=2, *, vocab=VOCAB, max_len=MAX_LEN, d_model=D_MODEL, num_heads=NUM_HEADS, seed=0):
-        num_layers = _checks.positive_int("num_layers", num_layers)
-        self.vocab = _checks.positive_int("vocab", vocab)
-        self.max_len = _checks.positive_int("max_len", max_len)
-        rng = np.random.default_rng(_checks.seed(seed))
+        num_layers = checks.positive_int("num_layers", num_layers)
+        self.vocab = checks.positive_int("vocab", vocab)
+        self.max_len = checks.positive_int("max_len", max_len)
+        rng = np.random.default_rng(checks.seed(seed))
         self.layers = [
             MultiHeadAttention(d_model, num_heads, seed=int(rng.integers(2**32))) for _ in range(num_layers)
         ]
@@ -110,8 +110,8 @@ class InductionModel:
             If finite parameters give non-finite logits (an overflow).
         """
         tokens = self.check_tokens(tokens)
-        _checks_model.parameters(self)
-        use_positions = _checks.flag("use_positions", use_positions)
+        checks.parameters(self)
+        use_positions = checks.flag("use_positions", use_positions)
         single = tokens.ndim == 1
         tokens = tokens[None] if single else tokens  # (batch, seq_len)
         seq_len = tokens.shape[1]
@@ -143,7 +143,7 @@ class InductionModel:
     def ablated_layers(self, ablate):
         """The layers with the heads in ``ablate`` silenced (copies; the model is untouched)."""
         layers = list(self.layers)
-        for layer_index, head in _checks_model.ablate(ablate, len(layers), self.num_heads):
+        for layer_index, head in checks.ablate(ablate, len(layers), self.num_heads):
             layer = copy.copy(layers[layer_index])  # shares W_qkv; W_o is replaced below
             W_o = np.array(layer.W_o, copy=True)  # (d_model, d_model)
             d_k = layer.d_k
@@ -155,7 +155,7 @@ class InductionModel:
 
     def check_tokens(self, tokens):
         """``tokens`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
-        return _checks_model.tokens(tokens, self.vocab, self.max_len)
+        return checks.tokens(tokens, self.vocab, self.max_len)
 
     def save(self, path, **extra):
         """Write the checkpoint: the weights in the chapter's layout, ``num_heads``, the history, ``extra``.
@@ -166,13 +166,13 @@ class InductionModel:
         checkpoint intact. ``extra`` (numbers or text, e.g. ``seed=0``) may not reuse a
         parameter's name, ``num_heads`` or a ``history.`` name.
         """
-        _checks_model.parameters(self)
+        checks.parameters(self)
         arrays = dict(self.parameters())
         arrays["num_heads"] = np.array(self.num_heads)
         for name, values in self.history.items():
             arrays[f"history.{name}"] = np.asarray(values)
-        arrays.update(_checks_model.check_extra(extra, set(arrays)))
-        return _checks_model.write_atomic(path, arrays)
+        arrays.update(checks.check_extra(extra, set(arrays)))
+        return checks.write_atomic(path, arrays)
 
     @classmethod
     def load(cls, path):
@@ -183,7 +183,7 @@ class InductionModel:
         file and what is wrong.
         """
         name = str(path)
-        sizes, params, history = _checks_model.checkpoint_arrays(name, _checks_model.read_checkpoint(path))
+        sizes, params, history = checks.checkpoint_arrays(name, checks.read_checkpoint(path))
         model = cls(
             sizes["num_layers"], vocab=sizes["vocab"], max_len=sizes["max_len"], d_model=sizes["d_model"],
             num_heads=sizes["num_heads"],
@@ -213,87 +213,6 @@ def load_trained(num_layers=2):
         raise ValueError(f"num_layers must be 1 or 2 (the shipped checkpoints); got {num_layers!r}")
     with resources.as_file(resources.files("mhattn") / "data" / name) as path:
         return InductionModel.load(path)
-
-
-# --- the task ------------------------------------------------------------------------------
-
-
-def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN):
-    """Sequences whose first ``n`` random tokens repeat once, ``n`` drawn per sequence.
-
-    Each sequence: ``n`` uniform in ``[max_len // 8, max_len // 2]``; tokens ``0..n-1``
-    uniform over the vocabulary (with replacement, so a token may occur twice in the first
-    copy); tokens ``n..2n-1`` repeat them; tokens from ``2n`` on uniform and independent of
-    everything before. Because ``n`` varies, no fixed offset finds the earlier copy.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    batch_size : int
-    vocab, max_len : int, keyword only
-
-    Returns
-    -------
-    tokens : ndarray of int, shape ``(batch_size, max_len)``
-    n : ndarray of int, shape ``(batch_size,)``
-        The length of each sequence's repeated block.
-    """
-    n = rng.integers(max_len // 8, max_len // 2 + 1, size=batch_size)  # (batch,)
-    tokens = rng.integers(0, vocab, size=(batch_size, max_len))  # (batch, max_len)
-    t = np.arange(max_len)  # (max_len,)
-    repeated = (t >= n[:, None]) & (t < 2 * n[:, None])  # (batch, max_len): the second copy
-    source = np.where(repeated, t - n[:, None], t)  # (batch, max_len): where each token comes from
-    return np.take_along_axis(tokens, source, axis=1), n
-
-
-def repeated_positions(n, max_len=MAX_LEN):
-    """The positions ``t`` in ``[n, 2n - 2]``, whose next token repeats the first copy: ``(batch, max_len)`` bool."""
-    t = np.arange(max_len)
-    return (t >= n[:, None]) & (t <= 2 * n[:, None] - 2)
-
-
-def determined_positions(tokens, n):
-    """The positions of the second copy whose next token the sequence so far determines.
-
-    Position ``t`` in ``[n, 2n - 2]`` counts when every earlier occurrence of token ``t`` was
-    followed by the same token (which is then token ``t + 1``). Where the first copy holds
-    a token twice with two different successors, copying "what followed it" is ambiguous,
-    and the position does not count.
-
-    Parameters
-    ----------
-    tokens : ndarray of int, shape ``(batch, seq_len)``
-    n : ndarray of int, shape ``(batch,)``
-
-    Returns
-    -------
-    ndarray of bool, shape ``(batch, seq_len)``
-    """
-    seq_len = tokens.shape[1]
-    successor = np.zeros_like(tokens)  # (batch, seq_len): the token after each position
-    successor[:, :-1] = tokens[:, 1:]
-    same = tokens[:, :, None] == tokens[:, None, :]  # (batch, query t, earlier s): the same token
-    same &= np.tri(seq_len, k=-1, dtype=bool)  # s < t
-    other_successor = same & (successor[:, None, :] != successor[:, :, None])  # (batch, t, s)
-    return repeated_positions(n, seq_len) & ~other_successor.any(axis=-1)
-
-
-def accuracy(logits, tokens, n):
-    """Next-token accuracy on the determined positions (:func:`determined_positions`), each predicting ``t + 1``.
-
-    Parameters
-    ----------
-    logits : ndarray of shape ``(batch, seq_len, vocab)``
-    tokens : ndarray of int, shape ``(batch, seq_len)``
-    n : ndarray of int, shape ``(batch,)``
-
-    Returns
-    -------
-    float
-    """
-    hits = logits[:, :-1].argmax(axis=-1) == tokens[:, 1:]  # (batch, seq_len - 1)
-    scored = determined_positions(tokens, n)[:, :-1]  # (batch, seq_len - 1)
-    return float(hits[scored].mean())
 
 
 # --- letters for people --------------------------------------------------------------------

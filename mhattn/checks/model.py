@@ -1,6 +1,6 @@
-"""Checks at the doors of :class:`mhattn.model.InductionModel` and its checkpoints.
+"""Checks at the doors of :class:`mhattn.learn.model.InductionModel` and its checkpoints.
 
-The model's own calls to its layers are checked by the layers (see :mod:`mhattn._checks`),
+The model's own calls to its layers are checked by the layers (see :mod:`mhattn.checks`),
 but their messages name the layer's arguments (``x``, ``W_qkv``). These checks come first,
 at the model's door, so that every error names what the caller passed: the tokens, a head
 to ablate, a parameter by its checkpoint name, the checkpoint file.
@@ -15,7 +15,7 @@ import zlib
 
 import numpy as np
 
-from . import _checks
+from .values import finite
 
 _LAYER_KEY = re.compile(r"layer(\d+)\.(.*)")
 _LAYER_WEIGHTS = ("W_qkv", "W_o")
@@ -77,7 +77,7 @@ def parameters(model):
             raise TypeError(f"InductionModel parameter {name} must be a float array; got dtype {array.dtype}")
         if array.shape != shapes[name]:
             raise ValueError(f"InductionModel parameter {name} must have shape {shapes[name]}; got {array.shape}")
-        _checks.finite(f"InductionModel parameter {name}", array)
+        finite(f"InductionModel parameter {name}", array)
 
 
 def scored_batch(model, tokens, n):

@@ -28,10 +28,11 @@ autograd in ``tests/test_grad.py``; notebook 09 derives them.
 
 import numpy as np
 
-from . import _checks
+from .. import checks
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
 from .positions import apply_rope
+from .projection import project_qkv, repeat_kv
 
 
 def softmax_vjp(weights, d_weights):
@@ -256,18 +257,10 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=N
         called any number of times, from any thread.
     """
     x, W_qkv, W_o = x.copy(), W_qkv.copy(), W_o.copy()  # the backward's own: in-place updates cannot reach it
-    d_model = x.shape[-1]
-    kv_width = num_kv_heads * (d_model // num_heads)
     group = num_heads // num_kv_heads  # query heads per key/value head
-    Q, K, V = np.split(x @ W_qkv, [d_model, d_model + kv_width], axis=-1)  # (batch, seq, width) -> 3 parts
-    Q = split_heads(Q, num_heads)  # (batch, num_heads, seq, d_k)
-    K = split_heads(K, num_kv_heads)  # (batch, num_kv_heads, seq, d_k)
-    V = split_heads(V, num_kv_heads)  # (batch, num_kv_heads, seq, d_k)
-    positions = np.arange(x.shape[1])  # (seq,)
-    if rope_base is not None:  # rotary positions, as in the module's forward
-        Q, K = apply_rope(Q, positions, rope_base), apply_rope(K, positions, rope_base)  # same shapes
-    if group > 1:
-        K, V = np.repeat(K, group, axis=1), np.repeat(V, group, axis=1)  # (batch, num_heads, seq, d_k)
+    positions = None if rope_base is None else np.arange(x.shape[1])  # (seq,): RoPE's positions
+    Q, K, V = project_qkv(x, W_qkv, num_heads, num_kv_heads, positions=positions, rope_base=rope_base)
+    K, V = repeat_kv(K, V, group)  # (batch, num_heads, seq, d_k) each
     heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (batch, heads, seq, d_k), (..., seq, seq)
     concat = combine_heads(heads)  # (batch, seq, d_model)
     output = concat @ W_o  # (batch, seq, d_model)
@@ -297,7 +290,7 @@ def module_vjp(mha, x, mask=None):
     ``backward`` checks ``d_output`` and returns the gradient of ``x`` in ``x``'s dtype and
     those of ``W_qkv`` and ``W_o`` in the weights' own dtypes.
     """
-    arguments, result_dtype = _checks.forward_args(mha, x, mask, True, None, None)
+    arguments, result_dtype = checks.forward_args(mha, x, mask, True, None, None)
     x, mask = arguments["x"], arguments["mask"]  # x in the compute dtype: float16 became float32
     W_qkv, W_o = mha.weights(x.dtype)  # checked, in the compute dtype
     with np.errstate(all="ignore"):  # overflow is reported by _finite, with a clear message
@@ -307,15 +300,15 @@ def module_vjp(mha, x, mask=None):
     output, weights = (_finite("MultiHeadAttention.vjp", a.astype(out_dtype, copy=False)) for a in (output, weights))
     dtypes = {
         "x": out_dtype,
-        "W_qkv": _checks.real_array("W_qkv", mha.W_qkv).dtype,
-        "W_o": _checks.real_array("W_o", mha.W_o).dtype,
+        "W_qkv": checks.real_array("W_qkv", mha.W_qkv).dtype,
+        "W_o": checks.real_array("W_o", mha.W_o).dtype,
     }
 
     def checked_backward(d_output):
-        d_output = _checks.real_array("d_output", d_output)
+        d_output = checks.real_array("d_output", d_output)
         if d_output.shape != output.shape:
             raise ValueError(f"d_output must have the output's shape {output.shape}; got shape {d_output.shape}")
-        _checks.finite("d_output", d_output)
+        checks.finite("d_output", d_output)
         with np.errstate(all="ignore"):
             grads = backward(d_output.astype(x.dtype, copy=False))
         grads = {name: grad.astype(dtypes[name], copy=False) for name, grad in grads.items()}
@@ -327,8 +320,5 @@ def module_vjp(mha, x, mask=None):
 def _finite(name, array):
     """``array``, or ``FloatingPointError`` if a finite computation overflowed into inf or NaN."""
     if not np.isfinite(array).all():
-        raise FloatingPointError(
-            f"{name} overflowed {array.dtype}: the inputs are finite, but an intermediate value did not fit. "
-            f"Scale the inputs down{_checks.wider_dtype_hint(array.dtype)}."
-        )
+        raise checks.overflow_error(name, array.dtype)
     return array

@@ -1,14 +1,18 @@
 """Argument checks of :class:`mhattn.MultiHeadAttention`: its sizes, weights and forward's arguments.
 
-Split from :mod:`mhattn._checks` (which re-exports every name here); the same rules apply.
+The same rules as every door (:mod:`mhattn.checks`). The overflow check reads the module's own
+projection (:meth:`mhattn.MultiHeadAttention.project`) through ``self``: this package never
+imports the teaching path.
 """
 
+import contextlib
 import inspect
 import math
 
 import numpy as np
 
-from ._checks import compute_dtype, finite, flag, mask_array, ndim, positive_int, real_array, scores_fit
+from .layers import scores_fit
+from .values import compute_dtype, finite, flag, mask_array, ndim, positive_int, real_array
 
 
 def _projected_scores_may_overflow(self, x, source, dtype, cached=None):
@@ -24,8 +28,7 @@ def _projected_scores_may_overflow(self, x, source, dtype, cached=None):
     if W_qkv.dtype.kind not in "fiu" or W_qkv.ndim != 2 or W_qkv.shape[0] != x.shape[-1]:  # the weight check reports it
         return False
     with np.errstate(over="ignore", invalid="ignore"):  # overflow: an inf bound, then the exact check
-        d_model, kv_width = self.d_model, self.num_kv_heads * self.d_k
-        W_q, W_k = W_qkv[:, :d_model], W_qkv[:, d_model : d_model + kv_width]
+        W_q, W_k, _ = np.split(W_qkv, self.qkv_columns(), axis=-1)  # the module's own column layout
         longest = [math.sqrt(float(np.einsum("...d,...d->...", a, a).max())) for a in (x, source)]
         query = longest[0] * float(np.linalg.norm(W_q))  # Python floats: no cast to float32
         key = longest[1] * float(np.linalg.norm(W_k))
@@ -36,22 +39,18 @@ def _projected_scores_may_overflow(self, x, source, dtype, cached=None):
 
 
 def _module_scores_fit(self, x, source, dtype, mask, cached):
-    """:func:`scores_fit` on the module's heads: every score a query may attend to, the cached keys included."""
-    W_qkv = self.weights(dtype)[0]
-    Q = x @ W_qkv[:, : self.d_model]
-    K = source @ W_qkv[:, self.d_model : self.d_model + self.num_kv_heads * self.d_k]
-    group = self.num_heads // self.num_kv_heads
-    Q = Q.reshape(Q.shape[:2] + (self.num_heads, self.d_k)).transpose(0, 2, 1, 3)  # (batch, heads, seq_q, d_k)
-    K = K.reshape(K.shape[:2] + (self.num_kv_heads, self.d_k)).transpose(0, 2, 1, 3)  # (batch, kv_heads, seq_k, d_k)
-    if getattr(self, "rope", False):  # the forward rotates queries and keys by their positions, after the cache's
-        from .positions import apply_rope  # here: positions imports this module
+    """:func:`scores_fit` on the module's heads: every score a query may attend to, the cached keys included.
 
-        positions = np.arange(x.shape[1]) + (0 if cached is None else cached.shape[2])  # (seq_q,)
-        Q, K = apply_rope(Q, positions, self.rope_base), apply_rope(K, positions, self.rope_base)
+    The queries and keys come from the module's own projection (``self.project``), the one the
+    forward runs, RoPE and the cache's positions included.
+    """
+    W_qkv = self.weights(dtype)[0]
+    start = 0 if cached is None else cached.shape[2]
+    Q, K, _ = self.project(x, W_qkv, context=None if source is x else source, start=start)
     if cached is not None and cached.shape[0::3] == K.shape[0::3] and cached.shape[1] == K.shape[1]:
         K = np.concatenate([cached.astype(dtype, copy=False), K], axis=2)  # (batch, kv_heads, len + seq_q, d_k)
         mask = np.arange(K.shape[2])[None, :] <= (cached.shape[2] + np.arange(x.shape[1]))[:, None]  # causal
-    scores_fit("MultiHeadAttention.forward", Q, K.repeat(group, axis=1), mask)
+    scores_fit("MultiHeadAttention.forward", Q, K.repeat(self.num_heads // self.num_kv_heads, axis=1), mask)
 
 
 def head_counts(d_model, num_heads, num_kv_heads):
@@ -142,11 +141,12 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
     if _projected_scores_may_overflow(self, x, source, dtype, cached):  # rare: then check exactly
         _module_scores_fit(self, x, source, dtype, mask, cached)
     arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights}
-    return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype
+    guard = contextlib.nullcontext() if kv_cache is None else kv_cache.undo_on_error()  # a failed step is undone
+    return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype, guard
 
 
 def _is_kv_cache(value):
-    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol: ``extend(K_new, V_new, *, owner)``, ``truncate``?
+    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol: ``extend(K_new, V_new, *, owner)``, ``undo_on_error``?
 
     Checked by shape of the method, not by class, so the teaching path need not import the
     engine (a list has an ``extend`` too, but not this one).
@@ -154,7 +154,7 @@ def _is_kv_cache(value):
     extend = getattr(value, "extend", None)
     try:
         has_extend = callable(extend) and "owner" in inspect.signature(extend).parameters
-        return has_extend and callable(getattr(value, "truncate", None)) and hasattr(value, "__len__")
+        return has_extend and callable(getattr(value, "undo_on_error", None)) and hasattr(value, "__len__")
     except (TypeError, ValueError):  # a builtin without a signature
         return False
 

@@ -18,19 +18,13 @@ and :func:`interleaved_to_half_split` is the fixed column permutation between th
 Notebook 08 shows each of them at work.
 """
 
-import numbers
 
 import numpy as np
 
-from . import _checks
+from ..checks import angles_args, checked, order_args, rope_args, sinusoidal_args
 
 
-def _angles_args(positions, d_k, base):
-    positions = position_array(positions, None)
-    return {"positions": positions, "d_k": _checks.positive_int("d_k", d_k), "base": _base(base)}, None
-
-
-@_checks.checked(_angles_args)
+@checked(angles_args)
 def rope_angles(positions, d_k, base=10000.0):
     r"""The angle of every position and frequency: ``angles[p, i] = positions[p] * base ** (-2 i / d_k)``.
 
@@ -50,12 +44,7 @@ def rope_angles(positions, d_k, base=10000.0):
     return np.multiply.outer(positions, frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
 
 
-def _sinusoidal_args(seq_len, d_model, base):
-    seq_len = _count("seq_len", seq_len)
-    return {"seq_len": seq_len, "d_model": _checks.positive_int("d_model", d_model), "base": _base(base)}, None
-
-
-@_checks.checked(_sinusoidal_args)
+@checked(sinusoidal_args)
 def sinusoidal_encoding(seq_len, d_model, base=10000.0):
     r"""The sinusoidal positional encodings of Vaswani et al. (2017), section 3.5.
 
@@ -86,23 +75,7 @@ def sinusoidal_encoding(seq_len, d_model, base=10000.0):
     return encoding
 
 
-def _rope_args(x, positions, base):
-    x = _checks.real_array("x", x)
-    if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., seq_len, d_k); got shape {x.shape}")
-    d_k = x.shape[-1]
-    if d_k % 2 or d_k == 0:
-        raise ValueError(
-            f"d_k (the last axis of x) must be even and positive: RoPE turns pairs of coordinates; got x of shape "
-            f"{x.shape}, d_k = {d_k}"
-        )
-    _checks.finite("x", x)
-    positions = position_array(positions, x.shape[-2])
-    dtype, result_dtype = _checks.compute_dtype(x)
-    return {"x": x.astype(dtype, copy=False), "positions": positions, "base": _base(base)}, result_dtype
-
-
-@_checks.checked(_rope_args)
+@checked(rope_args)
 def apply_rope(x, positions, base=10000.0):
     r"""Rotary position embedding (Su et al. 2021), pairing coordinate ``i`` with ``i + d_k / 2``.
 
@@ -140,7 +113,7 @@ def apply_rope(x, positions, base=10000.0):
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k)
 
 
-@_checks.checked(_rope_args)
+@checked(rope_args)
 def apply_rope_interleaved(x, positions, base=10000.0):
     r"""Rotary position embedding in RoFormer's convention: coordinate ``2i`` pairs with ``2i + 1``.
 
@@ -157,14 +130,7 @@ def apply_rope_interleaved(x, positions, base=10000.0):
     return rotated.reshape(x.shape)  # (..., seq_len, d_k): back to 2i, 2i + 1
 
 
-def _order_args(d_k):
-    d_k = _checks.positive_int("d_k", d_k)
-    if d_k % 2:
-        raise ValueError(f"d_k must be even: RoPE turns pairs of coordinates; got d_k = {d_k}")
-    return {"d_k": d_k}, None
-
-
-@_checks.checked(_order_args)
+@checked(order_args)
 def interleaved_to_half_split(d_k):
     """The column order that turns the interleaved pairing into the half-split one.
 
@@ -178,48 +144,3 @@ def interleaved_to_half_split(d_k):
     ndarray of int, shape ``(d_k,)``
     """
     return np.concatenate([np.arange(0, d_k, 2), np.arange(1, d_k, 2)])  # (d_k,): evens, then odds
-
-
-# --- argument checks (shared with MultiHeadAttention's rope option) -----------------------------------------
-
-
-def position_array(positions, seq_len):
-    """``positions`` as a 1-D int64 array of length ``seq_len`` (any length if None), or a clear error."""
-    array = np.asarray(positions)
-    if array.dtype.kind not in "iu" or array.dtype == np.uint64:
-        raise TypeError(
-            f"positions must be an array of ints (one per row of x, e.g. np.arange(seq_len)); got dtype {array.dtype}"
-        )
-    if array.ndim != 1:
-        raise ValueError(f"positions must be 1-D, one int per row; got shape {array.shape}")
-    if seq_len is not None and array.shape != (seq_len,):
-        raise ValueError(f"positions must have shape (seq_len,) = ({seq_len},); got shape {array.shape}")
-    return array.astype(np.int64, copy=False)
-
-
-def rope_settings(rope, rope_base, d_k):
-    """Check :class:`mhattn.MultiHeadAttention`'s ``rope`` and ``rope_base``; return them as ``(bool, float)``."""
-    rope = _checks.flag("rope", rope)
-    rope_base = _base(rope_base, "rope_base")
-    if rope and d_k % 2:
-        raise ValueError(
-            f"rope=True needs an even d_k = d_model // num_heads (RoPE turns pairs of coordinates); got d_k = {d_k}"
-        )
-    return rope, rope_base
-
-
-def _base(value, name="base"):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        kind = type(value).__name__
-        raise TypeError(f"{name} must be a positive float (10000.0 is usual); got {value!r} of type {kind}")
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive, finite float (10000.0 is usual); got {value}")
-    return float(value)
-
-
-def _count(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 0; got {value!r} of type {type(value).__name__}")
-    if value < 0:
-        raise ValueError(f"{name} must be an int >= 0; got {value}")
-    return int(value)

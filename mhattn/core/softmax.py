@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._checks import checked, softmax_args
+from ..checks import checked, softmax_args
 
 
 @checked(softmax_args)

@@ -26,12 +26,13 @@ import numbers
 
 import numpy as np
 
-from . import _checks
-from ._optional import require
-from .heads import combine_heads, split_heads
-from .masks import causal_mask
-from .multihead import MultiHeadAttention
-from .train import Adam, cross_entropy
+from .. import checks
+from ..checks.optional import require
+from ..core.heads import combine_heads, split_heads
+from ..core.masks import causal_mask
+from ..core.multihead import MultiHeadAttention
+from .losses import cross_entropy
+from .optim import Adam
 
 VOCAB = 16  #: token ids 0..15
 SEQ_LEN = 16  #: tokens per sequence
@@ -55,7 +56,7 @@ def two_slot_batch(rng, batch_size, *, vocab=VOCAB, seq_len=SEQ_LEN):
         ``targets[0, :, t] = tokens[:, t - 1]`` and ``targets[1, :, t] = tokens[:, t - 2]``;
         only positions ``t >= FIRST_SCORED`` count (before that they wrap around).
     """
-    batch_size, vocab, seq_len = (_checks.positive_int(n, v) for n, v in
+    batch_size, vocab, seq_len = (checks.positive_int(n, v) for n, v in
                                   [("batch_size", batch_size), ("vocab", vocab), ("seq_len", seq_len)])
     tokens = rng.integers(0, vocab, size=(batch_size, seq_len))  # (batch, seq_len)
     targets = np.stack([np.roll(tokens, k, axis=1) for k in OFFSETS])  # (2, batch, seq_len): token t - k at t
@@ -87,11 +88,11 @@ class TwoSlotModel:
     """
 
     def __init__(self, num_heads, *, vocab=VOCAB, seq_len=SEQ_LEN, d_model=D_MODEL, seed=0):
-        self.vocab = _checks.positive_int("vocab", vocab)
-        self.seq_len = _checks.positive_int("seq_len", seq_len)
+        self.vocab = checks.positive_int("vocab", vocab)
+        self.seq_len = checks.positive_int("seq_len", seq_len)
         if self.seq_len <= FIRST_SCORED:
             raise ValueError(f"seq_len must be at least {FIRST_SCORED + 1}, to score any position; got {seq_len}")
-        rng = np.random.default_rng(_checks.seed(seed))
+        rng = np.random.default_rng(checks.seed(seed))
         self.attention = MultiHeadAttention(d_model, num_heads, seed=int(rng.integers(2**32)))
         self.d_model, self.num_heads = self.attention.d_model, self.attention.num_heads
         self.embed = rng.standard_normal((self.vocab, self.d_model)) * EMBED_SCALE  # (vocab, d_model)
@@ -178,27 +179,27 @@ def loss_and_grads(model, tokens, targets):
 
 def streams(seed):
     """The three independent generators one seed gives: weights' seed, training batches, evaluation."""
-    weights, training, evaluation = np.random.SeedSequence(_checks.seed(seed)).spawn(3)
+    weights, training, evaluation = np.random.SeedSequence(checks.seed(seed)).spawn(3)
     return int(weights.generate_state(1)[0]), np.random.default_rng(training), np.random.default_rng(evaluation)
 
 
 def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_RATE, threads=1):
-    """Train a fresh :class:`TwoSlotModel` with Adam (:class:`mhattn.train.Adam`), in float64.
+    """Train a fresh :class:`TwoSlotModel` with Adam (:class:`mhattn.learn.optim.Adam`), in float64.
 
     ``seed`` spawns the weights' and the batches' streams (:func:`streams`); ``steps`` batches
     of ``batch_size`` sequences, step size ``lr``; ``threads`` BLAS threads (one is fastest for
     matrices this small). The model comes back with ``model.seed`` set, so that
     :func:`evaluation_batch` can give it fresh sequences.
     """
-    steps = _checks.positive_int("steps", steps)
-    batch_size = _checks.positive_int("batch_size", batch_size)
+    steps = checks.positive_int("steps", steps)
+    batch_size = checks.positive_int("batch_size", batch_size)
     if isinstance(lr, (bool, np.bool_)) or not (isinstance(lr, numbers.Real) and 0 < lr < np.inf):
         raise ValueError(f"lr must be a positive float; got {lr!r}")
     weights_seed, training, _ = streams(seed)
     model = TwoSlotModel(num_heads, seed=weights_seed)
     model.seed = seed
     optimizer = Adam(model.parameters(), lr=lr)
-    with require("threadpoolctl").threadpool_limits(limits=_checks.positive_int("threads", threads), user_api="blas"):
+    with require("threadpoolctl").threadpool_limits(limits=checks.positive_int("threads", threads), user_api="blas"):
         for _ in range(steps):
             tokens, targets = two_slot_batch(training, batch_size, vocab=model.vocab, seq_len=model.seq_len)
             _, grads = loss_and_grads(model, tokens, targets)
@@ -278,7 +279,7 @@ def logits_with_weights(model, tokens, weights):
         raise ValueError(f"weights must have shape (batch, num_heads, seq_len, seq_len) = {expected}; "
                          f"got {np.shape(weights)}")
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
-    W_v = model.attention.W_qkv[:, 2 * model.d_model :]  # (d_model, d_model): the value columns
+    W_v = np.split(model.attention.W_qkv, model.attention.qkv_columns(), axis=-1)[2]  # (d_model, d_model): values
     V = split_heads(h @ W_v, model.num_heads)  # (batch, num_heads, seq_len, d_k)
     out = combine_heads(weights @ V) @ model.attention.W_o  # (batch, seq_len, d_model)
     return out[None] @ model.readouts[:, None]  # (2, batch, seq_len, vocab)

@@ -1,0 +1,105 @@
+"""The arguments of the teaching path's functions: softmax, attention, the head split."""
+
+import math
+import numbers
+
+import numpy as np
+
+from .values import axis_index, compute_dtype, finite, mask_array, ndim, overflow_error, positive_int, real_array
+
+# --- the teaching functions' arguments ------------------------------------------------------
+
+
+def softmax_args(x, axis):
+    """Arguments of :func:`mhattn.softmax`."""
+    x = real_array("x", x)
+    if x.ndim == 0:
+        raise ValueError(f"x must have at least one axis (the scores to normalise); got a scalar {x}. Try [x]")
+    if np.isnan(x).any() or np.isposinf(x).any():
+        raise ValueError("x must not contain NaN or +inf; -inf is allowed (it means probability 0)")
+    dtype, result_dtype = compute_dtype(x)
+    return {"x": x.astype(dtype, copy=False), "axis": axis_index(axis, x.ndim, x.shape)}, result_dtype
+
+
+def attention_args(Q, K, V, mask, dropout_p, rng):
+    """Arguments of :func:`mhattn.scaled_dot_product_attention`."""
+    Q, K, V = (real_array(name, a) for name, a in (("Q", Q), ("K", K), ("V", V)))
+    for name, array in (("Q", Q), ("K", K), ("V", V)):
+        if array.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., seq_len, depth); got shape {array.shape}")
+        finite(name, array)
+    if Q.shape[-1] != K.shape[-1]:
+        raise ValueError(f"Q and K must have the same depth d_k (last axis); got Q {Q.shape} and K {K.shape}")
+    if Q.shape[-1] == 0:
+        raise ValueError(f"Q and K must have depth d_k >= 1 (last axis), to divide by sqrt(d_k); got Q {Q.shape}")
+    if K.shape[-2] != V.shape[-2]:
+        raise ValueError(f"K and V must have the same length seq_k (axis -2); got K {K.shape} and V {V.shape}")
+    try:
+        leading = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading (batch, head) axes of Q, K and V must broadcast; got Q {Q.shape}, K {K.shape}, V {V.shape}"
+        ) from None
+    dtype, result_dtype = compute_dtype(Q, K, V)
+    mask = mask_array(mask, leading + (Q.shape[-2], K.shape[-2]))
+    dropout_p, rng = dropout(dropout_p, rng)
+    arrays = {name: a.astype(dtype, copy=False) for name, a in (("Q", Q), ("K", K), ("V", V))}
+    scores_fit("scaled_dot_product_attention", arrays["Q"], arrays["K"], mask)
+    return arrays | {"mask": mask, "dropout_p": dropout_p, "rng": rng}, result_dtype
+
+
+def _may_overflow(Q, K):
+    """Could some ``q . k / sqrt(d_k)`` overflow? Cauchy-Schwarz: ``|q . k| <= d_k max|q| max|k|``."""
+    if Q.size == 0 or K.size == 0:
+        return False
+    bound = math.sqrt(Q.shape[-1]) * float(np.abs(Q).max()) * float(np.abs(K).max())
+    return not bound < float(np.finfo(Q.dtype).max) / 2
+
+
+def scores_fit(name, Q, K, mask):
+    """Raise ``FloatingPointError`` if a score a query may attend to overflows ``Q``'s dtype.
+
+    A score that overflows to ``+inf`` shows up as NaN in the result, which the decorator
+    reports; one that overflows to ``-inf`` would not: a row whose every allowed score is
+    ``-inf`` looks fully masked, and would silently get zeros. So when the bound says it
+    could happen (inputs beyond about 1e19 in float32), the scores are computed here first.
+    """
+    if not _may_overflow(Q, K):
+        return
+    with np.errstate(all="ignore"):
+        scores = (Q / np.sqrt(Q.dtype.type(Q.shape[-1]))) @ K.swapaxes(-1, -2)  # as the teaching path computes them
+    overflowed = ~np.isfinite(scores) if mask is None else ~np.isfinite(scores) & mask
+    if overflowed.any():
+        raise overflow_error(name, Q.dtype, "a score q.k/sqrt(d_k)")
+
+
+def dropout(dropout_p, rng):
+    """Check ``dropout_p`` in [0, 1) and ``rng``; return ``(dropout_p, rng)``."""
+    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(dropout_p, numbers.Real):
+        raise TypeError(f"dropout_p must be a float in [0, 1); got {dropout_p!r} of type {type(dropout_p).__name__}")
+    if not 0 <= dropout_p < 1:
+        raise ValueError(f"dropout_p must be a float in [0, 1); got {dropout_p}")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)) or None; got {rng!r}")
+    if dropout_p > 0 and rng is None:
+        rng = np.random.default_rng()
+    return float(dropout_p), rng
+
+
+def split_heads_args(x, num_heads):
+    """Arguments of :func:`mhattn.split_heads`."""
+    num_heads = positive_int("num_heads", num_heads)
+    x = np.asarray(x)
+    ndim("x", x, 3, "(batch, seq_len, d_model)")
+    if x.shape[-1] % num_heads:
+        raise ValueError(f"num_heads must divide d_model = {x.shape[-1]}; got num_heads = {num_heads}")
+    return {"x": x, "num_heads": num_heads}, None
+
+
+def combine_heads_args(x):
+    """Arguments of :func:`mhattn.combine_heads`."""
+    x = np.asarray(x)
+    ndim("x", x, 4, "(batch, num_heads, seq_len, d_k)")
+    return {"x": x}, None
+
+

@@ -1,0 +1,45 @@
+"""The fused projection: ``x @ W_qkv`` cut into queries, keys and values, head by head.
+
+The one place that knows ``W_qkv``'s column layout: queries first (``d_model`` columns,
+head ``h`` owning columns ``h * d_k`` to ``(h + 1) * d_k - 1``), then the keys and the values
+of the ``num_kv_heads`` key/value heads. The module's forward, its backward pass
+(:mod:`mhattn.core.grad`), its overflow check and the per-head weights
+(:meth:`mhattn.MultiHeadAttention.head_weights`) all read the layout from here.
+"""
+
+import numpy as np
+
+from .heads import split_heads
+from .positions import apply_rope
+
+
+def qkv_columns(d_model, num_heads, num_kv_heads):
+    """Where the keys and the values start among ``W_qkv``'s columns: ``[d_model, d_model + kv_width]``."""
+    return [d_model, d_model + num_kv_heads * (d_model // num_heads)]
+
+
+def project_qkv(x, W_qkv, num_heads, num_kv_heads, *, context=None, positions=None, rope_base=10000.0):
+    """Queries, keys and values of every head, rotated by ``positions`` if given (RoPE).
+
+    ``x``: ``(batch, seq_q, d_model)``; ``context``: ``(batch, seq_k, d_model)`` or None (then
+    the keys and values come from ``x``). Returns ``Q`` of shape ``(batch, num_heads, seq_q, d_k)``
+    and ``K, V`` of shape ``(batch, num_kv_heads, seq_k, d_k)``.
+    """
+    columns = qkv_columns(x.shape[-1], num_heads, num_kv_heads)
+    if context is None:  # self-attention: queries, keys and values in one product
+        Q, K, V = np.split(x @ W_qkv, columns, axis=-1)  # (batch, seq, d_model), (batch, seq, kv_width) x 2
+    else:  # cross-attention (notebook 10): queries from x, keys and values from the context
+        Q = x @ W_qkv[:, : columns[0]]  # (batch, seq_q, d_model)
+        K, V = np.split(context @ W_qkv[:, columns[0] :], 2, axis=-1)  # (batch, seq_k, kv_width) each
+    Q = split_heads(Q, num_heads)  # (batch, num_heads, seq_q, d_k)
+    K, V = split_heads(K, num_kv_heads), split_heads(V, num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k) each
+    if positions is not None:  # rotary positions (notebook 08): queries and keys turn by their positions
+        Q, K = apply_rope(Q, positions, rope_base), apply_rope(K, positions, rope_base)
+    return Q, K, V
+
+
+def repeat_kv(K, V, group):
+    """Grouped queries (notebook 10): each key/value head serves ``group`` query heads in a row."""
+    if group == 1:
+        return K, V
+    return np.repeat(K, group, axis=1), np.repeat(V, group, axis=1)  # (batch, num_heads, seq_k, d_k) each

@@ -1,0 +1,24 @@
+"""The chapter's module with the engine's attention: the same weights and numbers, in bounded memory."""
+
+from ..core.multihead import MultiHeadAttention
+from . import flash
+from .blocks import attention_in_blocks
+
+
+class FastMultiHeadAttention(MultiHeadAttention):
+    """:class:`mhattn.MultiHeadAttention` with attention computed in blocks or tiles.
+
+    The same constructor, weights and outputs (to rounding). With ``need_weights=True`` the
+    query blocks of this module compute the weights row block by row block. With
+    ``need_weights=False`` no weight is kept: for keys longer than one key tile
+    (``mhattn.engine.flash.KEY_TILE``) they are cut into tiles too
+    (:func:`mhattn.engine.flash_attention`'s loop, the faster of the two there); shorter ones
+    fit a block whole, and the query blocks, with fewer passes per block, are faster. Either
+    way the extra memory is one block or a few tiles of scores, whatever ``seq_len`` is,
+    besides the output.
+    """
+
+    def _attention(self, Q, K, V, mask, need_weights):
+        if need_weights or K.shape[-2] <= flash.KEY_TILE:  # a whole row of scores fits one key tile
+            return attention_in_blocks(Q, K, V, mask, need_weights=need_weights)
+        return flash.attention_in_tiles(Q, K, V, mask)[0], None

@@ -1,0 +1,41 @@
+"""Adam, the optimiser of notebooks 07 and 09."""
+
+import numpy as np
+
+from .. import checks
+
+LEARNING_RATE = 3e-3  #: Adam's default step size
+
+
+class Adam:
+    r"""Adam (Kingma & Ba 2015): per-weight step sizes from running moments of the gradient.
+
+    .. math::
+
+        m \leftarrow \beta_1 m + (1 - \beta_1) g, \quad
+        v \leftarrow \beta_2 v + (1 - \beta_2) g^2, \quad
+        \theta \leftarrow \theta - \text{lr}\, \frac{m / (1 - \beta_1^t)}{\sqrt{v / (1 - \beta_2^t)} + \epsilon}
+
+    Parameters
+    ----------
+    params : dict of ndarray
+        Updated in place by :meth:`step`.
+    lr, beta1, beta2, eps : float
+    """
+
+    def __init__(self, params, lr=LEARNING_RATE, beta1=0.9, beta2=0.999, eps=1e-8):
+        lr = checks.learning_rate(lr)
+        self.params, self.lr, self.beta1, self.beta2, self.eps = params, lr, beta1, beta2, eps
+        self.m = {name: np.zeros_like(p) for name, p in params.items()}
+        self.v = {name: np.zeros_like(p) for name, p in params.items()}
+        self.t = 0
+
+    def step(self, grads):
+        """Move every parameter one step against its gradient."""
+        self.t += 1
+        correction1, correction2 = 1 - self.beta1**self.t, 1 - self.beta2**self.t  # early averages start at 0
+        for name, p in self.params.items():
+            g = grads[name]
+            self.m[name] = self.beta1 * self.m[name] + (1 - self.beta1) * g  # mean of g
+            self.v[name] = self.beta2 * self.v[name] + (1 - self.beta2) * g * g  # mean of g^2
+            p -= self.lr * (self.m[name] / correction1) / (np.sqrt(self.v[name] / correction2) + self.eps)
