@@ -1,0 +1,59 @@
+"""What every exercise checker of the chapter shares: the placeholder, a crash turned into a hint, "correct".
+
+A checker in a notebook keeps its own assertions (what is right, and what each wrong
+answer tells), and gets the rest from one decorator::
+
+    @exercise(2, crash_hint="my_attention should return (output, weights)")
+    def check_exercise_2(function):
+        out, weights = function(Q, K, V)     # `not_yet(...)` below turns `...` into "not yet"
+        assert out.shape == (2, 3, 4, 6), "output should have shape ..."
+
+The decorated checker returns ``"Exercise 2: correct."``, or ``"Exercise 2: not yet. ..."``
+while the reader's answer (or what their function returns) is still ``...``; a wrong answer
+raises ``AssertionError`` with the checker's hint, and an answer that crashes (``ValueError``,
+``TypeError``, ``IndexError``, ``AttributeError``) raises ``AssertionError`` with ``crash_hint``
+instead of a traceback.
+"""
+
+import functools
+
+from .. import checks
+
+CRASHES = (ValueError, TypeError, IndexError, AttributeError, KeyError)  #: a near miss, not a bug of the checker
+
+
+class NotYet(Exception):
+    """The reader has not answered yet: the answer is still the placeholder ``...``."""
+
+
+def not_yet(value):
+    """``value``, or :class:`NotYet` if it is the placeholder ``...`` (a function that returns ``...`` too)."""
+    if value is ...:
+        raise NotYet
+    return value
+
+
+def exercise(number, *, crash_hint):
+    """Decorator for ``check(answer)``: the shared scaffolding around an exercise's own assertions."""
+    number = checks.positive_int("number", number)
+    if not isinstance(crash_hint, str) or not crash_hint:
+        raise TypeError(f"crash_hint must be a non-empty str; got {crash_hint!r}")
+
+    def decorate(check):
+        @functools.wraps(check)
+        def run(answer):
+            try:
+                check(not_yet(answer))
+            except NotYet:
+                return f"Exercise {number}: not yet. Replace the ... with your answer and run the cell again."
+            except CRASHES as error:  # a near miss that crashes gets a hint, not a traceback
+                raise AssertionError(
+                    f"Exercise {number}: your answer raised {type(error).__name__}: {error}. {crash_hint}"
+                ) from None
+            except AssertionError as error:
+                raise AssertionError(f"Exercise {number}: {error}") from None
+            return f"Exercise {number}: correct."
+
+        return run
+
+    return decorate
