@@ -48,9 +48,9 @@ from mhattn import (
     scaled_dot_product_attention,
     split_heads,
 )
+from mhattn.core.projection import project_qkv
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.plots import plot_heads
-from mhattn.core.projection import project_qkv
 from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)

@@ -314,8 +314,8 @@ print("cached keys == keys rotated at positions 0..11:",
 
 # %% [markdown]
 # The backward pass goes through the rotation with its transpose, the rotation by
-# $-p\,\theta_i$ (`mhattn.core.grad.rope_vjp`). A check against central differences on a few
-# entries of `W_qkv` (the tests check every entry, and PyTorch's autograd):
+# $-p\,\theta_i$ (`mhattn.core.grad.rope_vjp`). A check against central differences on a
+# few entries of `W_qkv` (the tests check every entry, and PyTorch's autograd):
 
 # %%
 layer = MultiHeadAttention(d_model=8, num_heads=2, seed=2, rope=True)

@@ -95,9 +95,9 @@ FIGURES = Path("../figures")  # the notebooks run in notebooks/
 #
 # This map $\bar y \mapsto \bar x$ is the step's **vector-Jacobian product** (vjp). We
 # never build the Jacobian $J$: for one softmax row of length $n$ it has $n^2$ entries,
-# while the vjp costs $O(n)$. `mhattn.core.grad` has one vjp for each forward function, to
-# read side by side with it, in the style of CS231n's `layer_forward` / `layer_backward`
-# pairs.
+# while the vjp costs $O(n)$. `mhattn.core.grad` has one vjp for each forward function,
+# to read side by side with it, in the style of CS231n's `layer_forward` /
+# `layer_backward` pairs.
 #
 # ### The softmax
 #
@@ -193,10 +193,10 @@ show_source(multihead_vjp)
 #
 # The check below takes the loss $L = \sum \text{output} \odot G$ for a random $G$, so
 # that $\partial L / \partial\,\text{output} = G$, and compares `backward(G)` with
-# central differences of the module's **forward** (not of anything in `mhattn.core.grad`) at
-# random entries of `x`, `W_qkv` and `W_o`. The mask is causal and also hides the last
-# two tokens of the second sequence, as queries and as keys, so two rows see nothing at
-# all.
+# central differences of the module's **forward** (not of anything in
+# `mhattn.core.grad`) at random entries of `x`, `W_qkv` and `W_o`. The mask is causal
+# and also hides the last two tokens of the second sequence, as queries and as keys, so
+# two rows see nothing at all.
 
 
 # %%
@@ -396,8 +396,8 @@ print(model)
 # the loss of the 50th: negative when the model predicts late tokens better than early
 # ones, because it uses what it has seen. Our context is 32 tokens, so we take the same
 # fractions, token 31 minus token 3, on 64 fixed sequences of 16 random tokens repeated
-# once (`mhattn.learn.circuits.in_context_learning_score`). Token 31 can be copied from the
-# first half; token 3 cannot be known from anything before it.
+# once (`mhattn.learn.circuits.in_context_learning_score`). Token 31 can be copied from
+# the first half; token 3 cannot be known from anything before it.
 #
 # The grey lines are chance (a uniform guess: loss $\log 32$, accuracy $1/32$); the
 # orange lines are the one-layer model at the end of its training.
@@ -753,9 +753,10 @@ print("previous-token scores:", previous_token_score(weights_no_positions[0]))
 # ## Exercises
 #
 # **Exercise 1 (write): the softmax's vjp, your way.** Write `my_softmax_vjp(weights,
-# d_weights)` for rows of any length, without `mhattn.core.grad`. One route: build each row's
-# Jacobian $J = \operatorname{diag}(p) - p p^\top$ and multiply, $\bar s = J^\top \bar
-# p$. The checker compares your function with central differences of `mhattn.softmax`.
+# d_weights)` for rows of any length, without `mhattn.core.grad`. One route: build each
+# row's Jacobian $J = \operatorname{diag}(p) - p p^\top$ and multiply, $\bar s = J^\top
+# \bar p$. The checker compares your function with central differences of
+# `mhattn.softmax`.
 
 
 # %%
@@ -807,7 +808,8 @@ print(check_exercise_1(my_softmax_vjp))
 # The Jacobian route: n x n per row, O(n^2), fine for checking and wasteful for
 # training. J[i, j] = d p_i / d s_j = p_i (delta_ij - p_j); d_scores_j = sum_i
 # d_weights_i J[i, j]. J is symmetric, so J^T d_weights = J d_weights.
-# mhattn.core.grad.softmax_vjp does it in O(n): d_scores = p (d_weights - sum(d_weights p));
+# mhattn.core.grad.softmax_vjp does it in O(n):
+# d_scores = p (d_weights - sum(d_weights p));
 # masked keys have p = 0, so exactly 0.
 def solution_softmax_vjp(weights, d_weights):
     p = weights[..., :, None]  # (..., n, 1)

@@ -42,8 +42,8 @@
 # - **the readout:** the settings and the width of one head,
 #   `d_k = d_model // num_heads`; untrained, the sum of each query's weights (its row of
 #   a heatmap); trained, each head's previous-token and prefix-matching scores (the
-#   measures of Olsson et al. 2022, from `mhattn.learn.circuits`) and the model's guess for
-#   every next letter.
+#   measures of Olsson et al. 2022, from `mhattn.learn.circuits`) and the model's guess
+#   for every next letter.
 #
 # `num_heads` only offers the divisors of `d_model`, up to 8, because each head gets an
 # equal slice of the model's width (and more than 8 panels would be too small to read).

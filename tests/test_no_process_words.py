@@ -93,7 +93,7 @@ def test_no_process_words_in_the_notebooks_the_package_the_readme_and_the_book()
 
 def test_no_process_words_in_the_trainers_help():
     result = subprocess.run(
-        [sys.executable, "-m", "mhattn.learn.train", "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, "-m", "mhattn.train", "--help"], capture_output=True, text=True, timeout=120, cwd=ROOT
     )
     if result.returncode != 0 and "No module named" in result.stderr:
         pytest.fail(f"python -m mhattn.train --help failed: {result.stderr[-300:]}")

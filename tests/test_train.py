@@ -184,7 +184,7 @@ def test_the_command_line_trains_and_saves(tmp_path):
     """End to end in a fresh interpreter, as the README tells a reader to run it."""
     out = tmp_path / "tiny.npz"
     completed = subprocess.run(
-        [sys.executable, "-m", "mhattn.learn.train", "--layers", "2", "--seed", "1", "--steps", "3", "--out", str(out)],
+        [sys.executable, "-m", "mhattn.train", "--layers", "2", "--seed", "1", "--steps", "3", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

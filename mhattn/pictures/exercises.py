@@ -22,7 +22,7 @@ from .. import checks
 CRASHES = (ValueError, TypeError, IndexError, AttributeError, KeyError)  #: a near miss, not a bug of the checker
 
 
-class NotYet(Exception):
+class NotYet(Exception):  # noqa: N818 - a signal that the reader has not answered, not an error
     """The reader has not answered yet: the answer is still the placeholder ``...``."""
 
 

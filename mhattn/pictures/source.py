@@ -41,7 +41,8 @@ def without_docstrings(source):
     dedented = textwrap.dedent(source)
     drop = set()
     for node in ast.walk(ast.parse(dedented)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and ast.get_docstring(node) is not None:
+        definition = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        if definition and ast.get_docstring(node) is not None:
             first = node.body[0]
             drop.update(range(first.lineno - 1, first.end_lineno))
     lines = source.splitlines(keepends=True)
