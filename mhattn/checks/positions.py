@@ -31,8 +31,8 @@ def rope_args(x, positions, base):
     if np.ndim(positions) == 2:  # one row of positions per sequence of the batch
         if x.ndim != 4:
             raise ValueError(
-                f"positions of shape (batch, seq_len) need x of shape (batch, heads, seq_len, d_k); got x of shape "
-                f"{x.shape} (pass 1-D positions, or x with a head axis)"
+                f"positions must be 1-D (seq_len,), or (batch, seq_len) for x of shape (batch, heads, seq_len, d_k); "
+                f"got positions of shape {np.shape(positions)} for x of shape {x.shape}"
             )
         positions = batch_positions(positions, x.shape[0], x.shape[-2])
     else:

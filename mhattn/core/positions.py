@@ -120,7 +120,9 @@ def apply_rope(x, positions, base=10000.0):
 def apply_rope_interleaved(x, positions, base=10000.0):
     r"""Rotary position embedding in RoFormer's convention: coordinate ``2i`` pairs with ``2i + 1``.
 
-    The same rotations as :func:`apply_rope`, on other pairs. With
+    The pairing of RoFormer, Meta's Llama reference code and Stanford's CS336 (the
+    half-split one of :func:`apply_rope` is GPT-NeoX's and Hugging Face's Llama's). The
+    same rotations as :func:`apply_rope`, on other pairs. With
     ``order = interleaved_to_half_split(d_k)``,
     ``apply_rope_interleaved(x, p)[..., order] == apply_rope(x[..., order], p)``.
 
