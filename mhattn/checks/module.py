@@ -159,7 +159,7 @@ def torch_attention(torch, module):
 
 
 MODULE_MASK_LAYOUTS = (
-    "the module's mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
+    "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
     "(batch or 1, seq_q or 1, seq_k), shared by every head; or (batch or 1, num_heads or 1, seq_q or 1, seq_k). "
     "padding_mask(lengths, seq_len) gives (batch, 1, 1, seq_k)"
 )
