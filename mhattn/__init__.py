@@ -23,6 +23,7 @@ from .core.attention import scaled_dot_product_attention
 from .core.heads import combine_heads, split_heads
 from .core.masks import causal_mask, padding_mask
 from .core.multihead import MultiHeadAttention
+from .core.positions import apply_rope, apply_rope_interleaved, interleaved_to_half_split
 from .core.softmax import softmax
 from .engine import FastMultiHeadAttention, KVCache, blockwise_attention, flash_attention
 
@@ -30,10 +31,13 @@ __all__ = [
     "FastMultiHeadAttention",
     "KVCache",
     "MultiHeadAttention",
+    "apply_rope",
+    "apply_rope_interleaved",
     "blockwise_attention",
     "causal_mask",
     "combine_heads",
     "flash_attention",
+    "interleaved_to_half_split",
     "padding_mask",
     "scaled_dot_product_attention",
     "softmax",

@@ -788,6 +788,45 @@ print(
 #
 # The chapter's tests compare the package with PyTorch under these names, in
 # `tests/test_torch_twin.py` and `tests/test_gqa_cross_dropout.py`.
+#
+# ### Loading a PyTorch module's weights
+#
+# `MultiHeadAttention.from_torch(module)` copies the weights of a bias-free
+# `nn.MultiheadAttention` (batch first or not); `mha.to_torch()` goes the other
+# way. Weights kept as four matrices, as most codebases keep them (`q_proj`,
+# `k_proj`, ...), come in through `MultiHeadAttention.from_weights(W_q, W_k, W_v,
+# W_o, num_heads=..., layout="torch")`. The `layout` has no default: a square
+# weight has the same shape transposed, and a transposed one runs without
+# complaint and gives other numbers. For RoPE, `rope=True` pairs coordinates `i`
+# and `i + d_k / 2` (GPT-NeoX, Hugging Face's Llama) and `rope="interleaved"`
+# pairs `2i` and `2i + 1` (RoFormer, Meta's Llama); `forward(x, positions=...)`
+# takes each token's position, one row per sequence if need be.
+#
+# Below, a torch module and its copy run on the same tokens under the same causal
+# mask, which torch wants inverted (True = blocked).
+
+# %%
+try:
+    import torch
+except ImportError:  # the rest of the notebook needs no torch
+    torch = None
+    print("This cell compares with PyTorch, which is not installed:",
+          'pip install "mhattn[torch]" to run it.')
+if torch is not None:
+    torch.manual_seed(0)
+    module = torch.nn.MultiheadAttention(16, 4, bias=False, batch_first=True,
+                                         dtype=torch.float64).eval()
+    from_torch = MultiHeadAttention.from_torch(module)  # (out, in) -> (in, out)
+    x_torch = np.random.default_rng(0).standard_normal((2, 6, 16))  # (batch, seq, d)
+    ours, our_weights = from_torch(x_torch, causal_mask(6))
+    t, blocked = torch.from_numpy(x_torch), torch.from_numpy(~causal_mask(6))
+    with torch.no_grad():  # average_attn_weights=False: one weight matrix per head
+        theirs, their_weights = module(t, t, t, attn_mask=blocked,
+                                       average_attn_weights=False)
+    same = np.allclose(ours, theirs.numpy(), rtol=0, atol=1e-12)
+    print("same outputs:", same)
+    same = np.allclose(our_weights, their_weights.numpy(), rtol=0, atol=1e-12)
+    print("same weights, head by head:", same)
 
 # %% [markdown]
 # ## Summary

@@ -79,7 +79,7 @@ def test_mask_must_be_boolean(mha):
         mha(np.zeros((1, 3, 8)), mask=np.ones((3, 3), dtype=np.int64))
 
 
-@pytest.mark.parametrize("shape", [(4, 4), (3, 1, 3, 3), (1, 3, 3, 3), (3,) * 5, (2, 3), (3,), (2, 1, 3), (2, 2, 3, 1)])
+@pytest.mark.parametrize("shape", [(4, 4), (3, 1, 3, 3), (1, 3, 3, 3), (3,) * 5, (2, 3), (3,), (3, 1, 3), (2, 2, 3, 1)])
 def test_mask_must_have_a_documented_layout(mha, shape):
     message = f"mask of shape {shape} does not fit scores of shape (2, 2, 3, 3): a mask is boolean"
     with raises(ValueError, message) as error:

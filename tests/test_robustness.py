@@ -111,12 +111,16 @@ def test_zero_depth_is_named_not_a_division_by_zero():
 # --- masks in other libraries' layouts are refused, not applied to the wrong axes -------------
 
 
-def test_the_annotated_transformers_mask_layout_is_refused():
-    batch = 4  # == num_heads, so NumPy would silently broadcast batch onto the heads
+def test_the_annotated_transformers_mask_layout_masks_sequences_in_the_module_and_is_refused_by_attention():
+    batch = 4  # == num_heads, so NumPy alone would silently broadcast batch onto the heads
     mha = MultiHeadAttention(8, 4)
-    annotated = np.ones((batch, 1, 6), dtype=bool)  # (batch, 1, seq): the Annotated Transformer's padding mask
+    lengths = [6, 4, 2, 1]
+    annotated = np.arange(6) < np.array(lengths)[:, None, None]  # (batch, 1, seq): the Annotated Transformer's
+    x = np.random.default_rng(0).standard_normal((batch, 6, 8))
+    np.testing.assert_array_equal(mha(x, annotated)[1], mha(x, padding_mask(lengths, 6))[1])  # batch, not heads
+    Q = np.ones((batch, 4, 6, 2))  # scaled_dot_product_attention's mask follows the scores' axes: refused there
     with pytest.raises(ValueError, match=r"mask of shape \(4, 1, 6\) does not fit .* padding_mask"):
-        mha(np.ones((batch, 6, 8)), annotated)
+        scaled_dot_product_attention(Q, Q, Q, annotated)
 
 
 def test_a_batch_by_seq_mask_is_refused_when_batch_differs_from_seq():

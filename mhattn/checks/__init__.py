@@ -52,14 +52,26 @@ from .model import (
     tokens,
     write_atomic,
 )
-from .module import forward_args, head_counts, weight
+from .module import (
+    MODULE_MASK_LAYOUTS,
+    forward_args,
+    head_counts,
+    module_mask,
+    separate_weights,
+    torch_attention,
+    weight,
+)
+from .optional import require
 from .positions import (
     angles_args,
+    batch_positions,
     count,
+    module_positions,
     order_args,
     position_array,
     rope_args,
     rope_base_value,
+    rope_pairing,
     rope_settings,
     sinusoidal_args,
 )

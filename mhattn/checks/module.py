@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .layers import scores_fit
+from .positions import module_positions
 from .values import compute_dtype, finite, flag, mask_array, ndim, positive_int, real_array
 
 
@@ -38,7 +39,7 @@ def _projected_scores_may_overflow(self, x, source, dtype, cached=None):
     return not bound < float(np.finfo(dtype).max) / 2
 
 
-def _module_scores_fit(self, x, source, dtype, mask, cached):
+def _module_scores_fit(self, x, source, dtype, mask, cached, positions=None):
     """:func:`scores_fit` on the module's heads: every score a query may attend to, the cached keys included.
 
     The queries and keys come from the module's own projection (``self.project``), the one the
@@ -46,7 +47,7 @@ def _module_scores_fit(self, x, source, dtype, mask, cached):
     """
     W_qkv = self.weights(dtype)[0]
     start = 0 if cached is None else cached.shape[2]
-    Q, K, _ = self.project(x, W_qkv, context=None if source is x else source, start=start)
+    Q, K, _ = self.project(x, W_qkv, context=None if source is x else source, start=start, positions=positions)
     if cached is not None and cached.shape[0::3] == K.shape[0::3] and cached.shape[1] == K.shape[1]:
         K = np.concatenate([cached.astype(dtype, copy=False), K], axis=2)  # (batch, kv_heads, len + seq_q, d_k)
         mask = np.arange(K.shape[2])[None, :] <= (cached.shape[2] + np.arange(x.shape[1]))[:, None]  # causal
@@ -100,7 +101,86 @@ def weight(name, value, shape, dtype):
     return cast
 
 
-def forward_args(self, x, mask, need_weights, context, kv_cache):
+def separate_weights(W_q, W_k, W_v, W_o, num_heads, num_kv_heads, layout):
+    """The four weights of :meth:`mhattn.MultiHeadAttention.from_weights`, checked, in ``x @ W`` layout (copies).
+
+    ``d_model`` is read from ``W_q``, which is square in either layout; every other shape
+    follows from it and the head counts, and an error names the weight, the shape expected in
+    ``layout`` and the one given.
+    """
+    W_q = real_array("W_q", W_q)
+    if W_q.ndim != 2 or W_q.shape[0] != W_q.shape[1]:
+        raise ValueError(
+            f"W_q must be a square (d_model, d_model) matrix (num_heads * d_k = d_model query columns); got shape "
+            f"{W_q.shape}"
+        )
+    d_model, num_heads, num_kv_heads = head_counts(W_q.shape[0], num_heads, num_kv_heads)
+    kv_width = num_kv_heads * (d_model // num_heads)
+    shapes = {"W_q": (d_model, d_model), "W_k": (d_model, kv_width), "W_v": (d_model, kv_width),
+              "W_o": (d_model, d_model)}  # y = x @ W; torch's are the transposes
+    weights = []
+    for name, value in zip(shapes, (W_q, W_k, W_v, W_o), strict=True):
+        array = real_array(name, value)
+        expected = shapes[name] if layout == "mhattn" else shapes[name][::-1]
+        if array.shape != expected:
+            hint = ""
+            if array.shape == expected[::-1]:
+                other = "mhattn" if layout == "torch" else "torch"
+                hint = f" (that is the shape in layout={other!r}: are the weights transposed?)"
+            raise ValueError(
+                f"{name} must have shape {expected} in layout={layout!r} (d_model={d_model}, num_heads={num_heads}, "
+                f"num_kv_heads={num_kv_heads}); got shape {array.shape}{hint}"
+            )
+        finite(name, array)
+        weights.append(array if layout == "mhattn" else array.T)
+    return [np.array(W) for W in weights]  # copies: the caller's arrays are never read again
+
+
+def torch_attention(torch, module):
+    """``(W_qkv, W_o, num_heads)`` of a bias-free ``torch.nn.MultiheadAttention``, as NumPy copies."""
+    if not isinstance(module, torch.nn.MultiheadAttention):
+        raise TypeError(f"module must be a torch.nn.MultiheadAttention; got {type(module).__name__}")
+    if module.in_proj_bias is not None or module.out_proj.bias is not None or module.bias_k is not None:
+        raise ValueError(
+            "module must have no biases (build it with bias=False, add_bias_kv=False): mhattn.MultiHeadAttention "
+            "has no biases, so it cannot give a biased module's outputs"
+        )
+    if module.kdim != module.embed_dim or module.vdim != module.embed_dim:
+        raise ValueError(
+            f"module must take keys and values of embed_dim = {module.embed_dim} features; got kdim = "
+            f"{module.kdim}, vdim = {module.vdim} (mhattn's W_qkv reads one d_model for queries, keys and values)"
+        )
+    as_numpy = lambda t: t.detach().cpu().numpy().copy()  # noqa: E731  a copy: torch's storage is never shared
+    W_qkv = as_numpy(module.in_proj_weight).T  # (d_model, 3 d_model): torch's rows [W_q; W_k; W_v], transposed
+    W_o = as_numpy(module.out_proj.weight).T  # (d_model, d_model)
+    for name, array in (("in_proj_weight", W_qkv), ("out_proj.weight", W_o)):
+        finite(f"module.{name}", array)
+    return np.ascontiguousarray(W_qkv), np.ascontiguousarray(W_o), module.num_heads
+
+
+MODULE_MASK_LAYOUTS = (
+    "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
+    "(batch or 1, seq_q or 1, seq_k), shared by every head; or (batch or 1, num_heads or 1, seq_q or 1, seq_k). "
+    "padding_mask(lengths, seq_len) gives (batch, 1, 1, seq_k)"
+)
+
+
+def module_mask(value, scores_shape):
+    """The module's mask: :func:`mask_array`'s layouts, and ``(batch, seq_q, seq_k)`` given a head axis of 1."""
+    if value is None:
+        return None
+    array = np.asarray(value)
+    try:
+        if array.ndim == 3:  # one mask per sequence, the same in every head
+            return mask_array(array[:, None], scores_shape)  # (batch or 1, 1, seq_q or 1, seq_k)
+        return mask_array(array, scores_shape)
+    except ValueError:
+        raise ValueError(
+            f"mask of shape {array.shape} does not fit scores of shape {tuple(scores_shape)}: {MODULE_MASK_LAYOUTS}"
+        ) from None
+
+
+def forward_args(self, x, mask, need_weights, context, kv_cache, positions=None):
     """Arguments of :meth:`mhattn.MultiHeadAttention.forward`."""
     x = _tokens("x", x, self.d_model)
     need_weights = flag("need_weights", need_weights)
@@ -132,15 +212,16 @@ def forward_args(self, x, mask, need_weights, context, kv_cache):
             raise TypeError(f"kv_cache must be an mhattn.KVCache(); got {kv_cache!r} of type {type(kv_cache).__name__}")
     dtype, result_dtype = compute_dtype(x, *(() if context is None else (context,)))
     seq_k = x.shape[1] if context is None else context.shape[1]
-    mask = mask_array(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
+    mask = module_mask(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
+    positions = module_positions(positions, getattr(self, "rope", False), x.shape[0], x.shape[1])
     if context is not None:
         context = context.astype(dtype, copy=False)
     x = x.astype(dtype, copy=False)
     source = x if context is None else context
     cached = None if kv_cache is None else getattr(kv_cache, "keys", None)  # (batch, kv_heads, len, d_k) or None
     if _projected_scores_may_overflow(self, x, source, dtype, cached):  # rare: then check exactly
-        _module_scores_fit(self, x, source, dtype, mask, cached)
-    arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights}
+        _module_scores_fit(self, x, source, dtype, mask, cached, positions)
+    arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights, "positions": positions}
     guard = contextlib.nullcontext() if kv_cache is None else kv_cache.undo_on_error()  # a failed step is undone
     return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype, guard
 

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from .values import compute_dtype, finite, flag, positive_int, real_array
+from .values import compute_dtype, finite, positive_int, real_array
 
 
 def angles_args(positions, d_k, base):
@@ -28,7 +28,15 @@ def rope_args(x, positions, base):
             f"{x.shape}, d_k = {d_k}"
         )
     finite("x", x)
-    positions = position_array(positions, x.shape[-2])
+    if np.ndim(positions) == 2:  # one row of positions per sequence of the batch
+        if x.ndim != 4:
+            raise ValueError(
+                f"positions must be 1-D (seq_len,), or (batch, seq_len) for x of shape (batch, heads, seq_len, d_k); "
+                f"got positions of shape {np.shape(positions)} for x of shape {x.shape}"
+            )
+        positions = batch_positions(positions, x.shape[0], x.shape[-2])
+    else:
+        positions = position_array(positions, x.shape[-2])
     dtype, result_dtype = compute_dtype(x)
     return {"x": x.astype(dtype, copy=False), "positions": positions, "base": rope_base_value(base)}, result_dtype
 
@@ -41,13 +49,19 @@ def order_args(d_k):
 
 
 
-def position_array(positions, seq_len):
-    """``positions`` as a 1-D int64 array of length ``seq_len`` (any length if None), or a clear error."""
+def _int_array(positions):
+    """``positions`` as an array of ints (not bools, not uint64, which int64 cannot hold), or a TypeError."""
     array = np.asarray(positions)
     if array.dtype.kind not in "iu" or array.dtype == np.uint64:
         raise TypeError(
             f"positions must be an array of ints (one per row of x, e.g. np.arange(seq_len)); got dtype {array.dtype}"
         )
+    return array
+
+
+def position_array(positions, seq_len):
+    """``positions`` as a 1-D int64 array of length ``seq_len`` (any length if None), or a clear error."""
+    array = _int_array(positions)
     if array.ndim != 1:
         raise ValueError(f"positions must be 1-D, one int per row; got shape {array.shape}")
     if seq_len is not None and array.shape != (seq_len,):
@@ -55,15 +69,61 @@ def position_array(positions, seq_len):
     return array.astype(np.int64, copy=False)
 
 
-def rope_settings(rope, rope_base, d_k):
-    """Check :class:`mhattn.MultiHeadAttention`'s ``rope`` and ``rope_base``; return them as ``(bool, float)``."""
-    rope = flag("rope", rope)
-    rope_base = rope_base_value(rope_base, "rope_base")
-    if rope and d_k % 2:
+def batch_positions(positions, batch, seq_len):
+    """``positions`` as int64 of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
+    array = _int_array(positions)
+    if array.shape not in ((seq_len,), (batch, seq_len)):
         raise ValueError(
-            f"rope=True needs an even d_k = d_model // num_heads (RoPE turns pairs of coordinates); got d_k = {d_k}"
+            f"positions must have shape (seq_len,) = ({seq_len},) or (batch, seq_len) = ({batch}, {seq_len}); "
+            f"got shape {array.shape}"
         )
-    return rope, rope_base
+    return array.astype(np.int64, copy=False)
+
+
+def module_positions(positions, rope, batch, seq_len):
+    """The token positions of :meth:`mhattn.MultiHeadAttention.forward`: None, or ints >= 0 of a fitting shape."""
+    if positions is None:
+        return None
+    if not rope:
+        raise ValueError(
+            "positions are only used by rotary embeddings: build the module with rope=True (or "
+            "rope='interleaved') to pass them, or leave positions=None"
+        )
+    array = batch_positions(positions, batch, seq_len)
+    if array.size and array.min() < 0:
+        bad = tuple(int(i) for i in np.argwhere(array < 0)[0])
+        raise ValueError(
+            f"positions must be >= 0 (each token's place in its sequence); got {array[bad]} at index {bad}"
+        )
+    return array.copy()  # the module's own: a caller's later change cannot reach it
+
+
+def rope_pairing(rope):
+    """``rope`` as ``(on, pairing)``: ``(False, None)``, ``(True, "half")`` or ``(True, "interleaved")``."""
+    if isinstance(rope, (bool, np.bool_)):
+        return (True, "half") if rope else (False, None)
+    if isinstance(rope, str) and rope in ("half", "interleaved"):
+        return True, rope
+    error = ValueError if isinstance(rope, str) else TypeError
+    raise error(
+        f"rope must be True or False, 'half' (the same as True: pairs i and i + d_k / 2, as GPT-NeoX and Hugging "
+        f"Face's Llama) or 'interleaved' (pairs 2i and 2i + 1, as RoFormer and Meta's Llama); got {rope!r} of type "
+        f"{type(rope).__name__}"
+    )
+
+
+def rope_settings(rope, rope_base, d_k):
+    """Check :class:`mhattn.MultiHeadAttention`'s ``rope`` and ``rope_base``; return ``(on, pairing, base)``.
+
+    ``on`` is a bool, ``pairing`` ``"half"``, ``"interleaved"`` or None (no RoPE), ``base`` a float.
+    """
+    on, pairing = rope_pairing(rope)
+    rope_base = rope_base_value(rope_base, "rope_base")
+    if on and d_k % 2:
+        raise ValueError(
+            f"rope={rope!r} needs an even d_k = d_model // num_heads (RoPE turns pairs of coordinates); got d_k = {d_k}"
+        )
+    return on, pairing, rope_base
 
 
 def rope_base_value(value, name="base"):

@@ -19,6 +19,7 @@ forward                           backward (this module)
 :func:`mhattn.combine_heads`      :func:`combine_heads_vjp`
 ``x @ W`` (``W_qkv``, ``W_o``)    :func:`linear_vjp`
 :func:`mhattn.positions.apply_rope`  :func:`rope_vjp`
+:func:`mhattn.apply_rope_interleaved`  :func:`rope_interleaved_vjp`
 :class:`mhattn.MultiHeadAttention`  :func:`multihead_vjp` (all of the above)
 ================================  ========================================
 
@@ -31,7 +32,7 @@ import numpy as np
 from .. import checks
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
-from .positions import apply_rope
+from .positions import apply_rope, apply_rope_interleaved
 from .projection import project_qkv, repeat_kv
 
 
@@ -211,7 +212,17 @@ def rope_vjp(d_rotated, positions, base=10000.0):
     return apply_rope(d_rotated, -positions, base)  # (..., seq_len, d_k): R(p)^T = R(-p)
 
 
-def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=None):
+def rope_interleaved_vjp(d_rotated, positions, base=10000.0):
+    r"""Backward of ``rotated = apply_rope_interleaved(x, positions, base)``: RoPE at ``-positions``.
+
+    The same argument as :func:`rope_vjp`, for the pairs ``(2i, 2i + 1)``. ``positions``:
+    ``(seq_len,)`` or ``(batch, seq_len)``, as for the forward.
+    """
+    return apply_rope_interleaved(d_rotated, -positions, base)  # (..., seq_len, d_k): R(p)^T = R(-p)
+
+
+def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=None, *, positions=None,
+                  rope_pairing="half"):
     r"""Multi-head attention's forward, and a ``backward`` that returns every gradient.
 
     The forward is :meth:`mhattn.MultiHeadAttention.forward`'s, step for step. The backward
@@ -222,7 +233,7 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=N
     ======================================  ==========================================
     ``qkv = x @ W_qkv``                     ``linear_vjp`` -> ``d_x``, ``d_W_qkv``
     ``Q, K, V = split(qkv)``, split heads   concatenate, ``split_heads_vjp``
-    rotate Q and K (RoPE, optional)         ``rope_vjp``
+    rotate Q and K (RoPE, optional)         ``rope_vjp`` (``rope_interleaved_vjp``)
     repeat K, V for grouped queries         ``repeat_kv_vjp``
     ``heads, P = attention(Q, K, V)``       ``attention_vjp`` -> ``dQ``, ``dK``, ``dV``
     ``concat = combine_heads(heads)``       ``combine_heads_vjp``
@@ -243,7 +254,11 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=N
         True where a query may attend to a key, as for the forward.
     rope_base : float, optional
         None (the default): no rotary embeddings. A float: queries and keys rotated by their
-        positions ``0, ..., seq_len - 1`` with this base, as ``MultiHeadAttention(rope=True)``.
+        positions with this base, as ``MultiHeadAttention(rope=True)``.
+    positions : ndarray of int, keyword only, optional
+        RoPE's positions, ``(seq_len,)`` or ``(batch, seq_len)``; default ``0, ..., seq_len - 1``.
+    rope_pairing : ``"half"`` or ``"interleaved"``, keyword only, default ``"half"``
+        Which coordinates RoPE turns together (:class:`mhattn.MultiHeadAttention`'s ``rope``).
 
     Returns
     -------
@@ -258,8 +273,12 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=N
     """
     x, W_qkv, W_o = x.copy(), W_qkv.copy(), W_o.copy()  # the backward's own: in-place updates cannot reach it
     group = num_heads // num_kv_heads  # query heads per key/value head
-    positions = None if rope_base is None else np.arange(x.shape[1])  # (seq,): RoPE's positions
-    Q, K, V = project_qkv(x, W_qkv, num_heads, num_kv_heads, positions=positions, rope_base=rope_base)
+    if rope_base is None:
+        positions = None
+    elif positions is None:
+        positions = np.arange(x.shape[1])  # (seq,): RoPE's default positions
+    Q, K, V = project_qkv(x, W_qkv, num_heads, num_kv_heads, positions=positions, rope_base=rope_base,
+                          rope_pairing=rope_pairing)
     K, V = repeat_kv(K, V, group)  # (batch, num_heads, seq, d_k) each
     heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # (batch, heads, seq, d_k), (..., seq, seq)
     concat = combine_heads(heads)  # (batch, seq, d_model)
@@ -272,7 +291,8 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=N
         if group > 1:
             dK, dV = repeat_kv_vjp(dK, group), repeat_kv_vjp(dV, group)  # (batch, num_kv_heads, seq, d_k)
         if rope_base is not None:  # back through the rotations
-            dQ, dK = rope_vjp(dQ, positions, rope_base), rope_vjp(dK, positions, rope_base)  # same shapes
+            unrotate = rope_interleaved_vjp if rope_pairing == "interleaved" else rope_vjp
+            dQ, dK = unrotate(dQ, positions, rope_base), unrotate(dK, positions, rope_base)  # same shapes
         # Q, K and V are num_heads + 2 * num_kv_heads heads side by side in x @ W_qkv: join them, then undo the split
         d_qkv = split_heads_vjp(np.concatenate([dQ, dK, dV], axis=1))  # (batch, seq, width)
         d_x, d_W_qkv = linear_vjp(x, W_qkv, d_qkv)  # (batch, seq, d_model), (d_model, width)
@@ -281,21 +301,22 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=N
     return output, weights.copy(), backward  # the caller's weights: the backward keeps its own
 
 
-def module_vjp(mha, x, mask=None):
+def module_vjp(mha, x, mask=None, *, positions=None):
     """:meth:`mhattn.MultiHeadAttention.vjp`: the module's argument checks around :func:`multihead_vjp`.
 
-    ``x`` and ``mask`` are checked as :meth:`~mhattn.MultiHeadAttention.forward` checks them;
+    ``x``, ``mask`` and ``positions`` are checked as :meth:`~mhattn.MultiHeadAttention.forward` checks them;
     float16 is computed in float32. The output and weights come back in ``x``'s dtype, like
     the forward's, and an overflow raises ``FloatingPointError`` instead of returning inf.
     ``backward`` checks ``d_output`` and returns the gradient of ``x`` in ``x``'s dtype and
     those of ``W_qkv`` and ``W_o`` in the weights' own dtypes.
     """
-    arguments, result_dtype, _ = checks.forward_args(mha, x, mask, True, None, None)  # no cache: no guard
-    x, mask = arguments["x"], arguments["mask"]  # x in the compute dtype: float16 became float32
+    arguments, result_dtype, _ = checks.forward_args(mha, x, mask, True, None, None, positions)  # no cache: no guard
+    x, mask, positions = arguments["x"], arguments["mask"], arguments["positions"]  # float16 x became float32
     W_qkv, W_o = mha.weights(x.dtype)  # checked, in the compute dtype
     with np.errstate(all="ignore"):  # overflow is reported by _finite, with a clear message
         rope_base = mha.rope_base if mha.rope else None
-        output, weights, backward = multihead_vjp(x, W_qkv, W_o, mha.num_heads, mha.num_kv_heads, mask, rope_base)
+        output, weights, backward = multihead_vjp(x, W_qkv, W_o, mha.num_heads, mha.num_kv_heads, mask, rope_base,
+                                                  positions=positions, rope_pairing=mha.rope_pairing)
     out_dtype = x.dtype if result_dtype is None else result_dtype
     output, weights = (_finite("MultiHeadAttention.vjp", a.astype(out_dtype, copy=False)) for a in (output, weights))
     dtypes = {

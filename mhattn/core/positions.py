@@ -99,16 +99,19 @@ def apply_rope(x, positions, base=10000.0):
     ----------
     x : ndarray of shape ``(..., seq_len, d_k)``
         Queries or keys, ``d_k`` even. float32 stays float32; float16 is computed in float32.
-    positions : array of int, shape ``(seq_len,)``
+    positions : array of int, shape ``(seq_len,)`` or ``(batch, seq_len)``
         The position of each row; negative positions turn backwards (the inverse rotation).
+        ``(batch, seq_len)`` gives every sequence of a batch its own positions (an offset per
+        row, left padding, packed sequences), for ``x`` of shape ``(batch, heads, seq_len, d_k)``:
+        the same positions in every head.
     base : float > 0, default 10000.0
+        The literature's :math:`\theta` (Su et al. call it 10000, Llama 3 uses 500000).
 
     Returns
     -------
     ndarray shaped like ``x``
     """
-    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2), float64
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (seq_len, d_k / 2) each
+    cos, sin = _cos_sin(positions, x, base)  # (seq_len, d_k / 2) each, or (batch, 1, seq_len, d_k / 2)
     x1, x2 = np.split(x, 2, axis=-1)  # (..., seq_len, d_k / 2) each: pair i is (x1[..., i], x2[..., i])
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k)
 
@@ -117,17 +120,26 @@ def apply_rope(x, positions, base=10000.0):
 def apply_rope_interleaved(x, positions, base=10000.0):
     r"""Rotary position embedding in RoFormer's convention: coordinate ``2i`` pairs with ``2i + 1``.
 
-    The same rotations as :func:`apply_rope`, on other pairs. With
+    The pairing of RoFormer, Meta's Llama reference code and Stanford's CS336 (the
+    half-split one of :func:`apply_rope` is GPT-NeoX's and Hugging Face's Llama's). The
+    same rotations as :func:`apply_rope`, on other pairs. With
     ``order = interleaved_to_half_split(d_k)``,
     ``apply_rope_interleaved(x, p)[..., order] == apply_rope(x[..., order], p)``.
 
     Parameters and returns are :func:`apply_rope`'s.
     """
-    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2)
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (seq_len, d_k / 2) each
+    cos, sin = _cos_sin(positions, x, base)  # (seq_len, d_k / 2) each, or (batch, 1, seq_len, d_k / 2)
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d_k / 2) each: pair i is (x[2i], x[2i + 1])
     rotated = np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k / 2, 2)
     return rotated.reshape(x.shape)  # (..., seq_len, d_k): back to 2i, 2i + 1
+
+
+def _cos_sin(positions, x, base):
+    """The cosines and sines of every angle, in ``x``'s dtype, shaped to broadcast against ``x``'s pairs."""
+    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2) or (batch, seq_len, d_k / 2), float64
+    if angles.ndim == 3:  # one row of positions per sequence: the same in every head
+        angles = angles[:, None]  # (batch, 1, seq_len, d_k / 2)
+    return np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
 
 
 @checked(order_args)

@@ -10,7 +10,7 @@ of the ``num_kv_heads`` key/value heads. The module's forward, its backward pass
 import numpy as np
 
 from .heads import split_heads
-from .positions import apply_rope
+from .positions import apply_rope, apply_rope_interleaved
 
 
 def qkv_columns(d_model, num_heads, num_kv_heads):
@@ -18,11 +18,14 @@ def qkv_columns(d_model, num_heads, num_kv_heads):
     return [d_model, d_model + num_kv_heads * (d_model // num_heads)]
 
 
-def project_qkv(x, W_qkv, num_heads, num_kv_heads, *, context=None, positions=None, rope_base=10000.0):
+def project_qkv(x, W_qkv, num_heads, num_kv_heads, *, context=None, positions=None, rope_base=10000.0,
+                rope_pairing="half"):
     """Queries, keys and values of every head, rotated by ``positions`` if given (RoPE).
 
     ``x``: ``(batch, seq_q, d_model)``; ``context``: ``(batch, seq_k, d_model)`` or None (then
-    the keys and values come from ``x``). Returns ``Q`` of shape ``(batch, num_heads, seq_q, d_k)``
+    the keys and values come from ``x``). ``positions``: ``(seq_q,)`` or ``(batch, seq_q)``;
+    ``rope_pairing``: ``"half"`` (:func:`mhattn.apply_rope`) or ``"interleaved"``
+    (:func:`mhattn.apply_rope_interleaved`). Returns ``Q`` of shape ``(batch, num_heads, seq_q, d_k)``
     and ``K, V`` of shape ``(batch, num_kv_heads, seq_k, d_k)``.
     """
     columns = qkv_columns(x.shape[-1], num_heads, num_kv_heads)
@@ -34,7 +37,8 @@ def project_qkv(x, W_qkv, num_heads, num_kv_heads, *, context=None, positions=No
     Q = split_heads(Q, num_heads)  # (batch, num_heads, seq_q, d_k)
     K, V = split_heads(K, num_kv_heads), split_heads(V, num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k) each
     if positions is not None:  # rotary positions (notebook 08): queries and keys turn by their positions
-        Q, K = apply_rope(Q, positions, rope_base), apply_rope(K, positions, rope_base)
+        rotate = apply_rope_interleaved if rope_pairing == "interleaved" else apply_rope  # (2i, 2i+1) or (i, i+d_k/2)
+        Q, K = rotate(Q, positions, rope_base), rotate(K, positions, rope_base)
     return Q, K, V
 
 
