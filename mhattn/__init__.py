@@ -1,22 +1,23 @@
 """mhattn: multi-head attention from scratch in NumPy, the code of an interactive chapter.
 
-Two layers. The *teaching path* reads like the chapter that shows it, in this order:
+The folders are the layers, each with a docstring that says what it holds and may import:
 
-1. :mod:`mhattn.softmax` -- a numerically stable softmax.
-2. :mod:`mhattn.attention` -- scaled dot-product attention, with masks.
-3. :mod:`mhattn.masks` -- causal and padding masks (True = may attend).
-4. :mod:`mhattn.heads` -- splitting ``d_model`` into heads and back.
-5. :mod:`mhattn.multihead` -- the full module with a fused ``W_qkv`` projection.
-6. :mod:`mhattn.grad` -- its backward pass, derived by hand.
+- :mod:`mhattn.core` -- the *teaching path*, the code the notebooks show: softmax, attention,
+  masks, heads, the fused projection, the module, positions (RoPE) and the backward pass;
+- :mod:`mhattn.checks` -- every argument check, kept out of the teaching code by one
+  decorator line per public function;
+- :mod:`mhattn.engine` -- the same numbers, faster or in less memory (query blocks, online
+  softmax over key tiles, a KV cache), tested equal to the teaching path, which never
+  imports it;
+- :mod:`mhattn.learn` -- models that train with the chapter's own backward pass: the
+  experiments of notebooks 07 and 09, the trainer (``python -m mhattn.train``) and the
+  circuit measures;
+- :mod:`mhattn.pictures` and :mod:`mhattn.explorer` -- the chapter's figures and its live
+  explorer.
 
-The *engine*, :mod:`mhattn.engine`, computes the same numbers faster or in less memory
-(query blocks, online softmax over key tiles, a KV cache); it is tested equal to the
-teaching path, which never imports it. Argument checks live in :mod:`mhattn._checks`.
-
-The library needs NumPy only. The pictures (:mod:`mhattn.plots`), the PCA view
-(:mod:`mhattn.embedding_shift`) and the explorer's widget need matplotlib, scikit-learn and
-ipywidgets, which ``pip install "mhattn[chapter]"`` installs; without them, those modules
-raise an ``ImportError`` that says so.
+The library needs NumPy only. The pictures, the PCA view and the explorer's widget need
+matplotlib, scikit-learn and ipywidgets, which ``pip install "mhattn[chapter]"`` installs;
+without them, those functions raise an ``ImportError`` that says so.
 """
 
 from .core.attention import scaled_dot_product_attention
