@@ -290,7 +290,7 @@ def module_vjp(mha, x, mask=None):
     ``backward`` checks ``d_output`` and returns the gradient of ``x`` in ``x``'s dtype and
     those of ``W_qkv`` and ``W_o`` in the weights' own dtypes.
     """
-    arguments, result_dtype = checks.forward_args(mha, x, mask, True, None, None)
+    arguments, result_dtype, _ = checks.forward_args(mha, x, mask, True, None, None)
     x, mask = arguments["x"], arguments["mask"]  # x in the compute dtype: float16 became float32
     W_qkv, W_o = mha.weights(x.dtype)  # checked, in the compute dtype
     with np.errstate(all="ignore"):  # overflow is reported by _finite, with a clear message
