@@ -1057,9 +1057,9 @@ print(check_exercise_3(solution_tiles))
 #   deferred to the end, and the log-sum-exp as the one statistic kept for the
 #   backward.
 # - Dao, T., Haziza, D., Massa, F. and Sizov, G. (2023). *Flash-Decoding for
-#   long-context inference.* [PyTorch blog](https://pytorch.org/blog/flash-decoding/). Split-KV: one
-#   query's keys split across processors, the partial `(m, l, acc)` merged at the end
-#   (exercise 1).
+#   long-context inference.* [PyTorch blog](https://pytorch.org/blog/flash-decoding/).
+#   Split-KV: one query's keys split across processors, the partial `(m, l, acc)`
+#   merged at the end (exercise 1).
 # - Shazeer, N. (2019). *Fast Transformer Decoding: One Write-Head is All You Need.*
 #   [arXiv:1911.02150](https://arxiv.org/abs/1911.02150). Multi-query attention, and why
 #   decoding is bound by the memory traffic of the keys and values.
