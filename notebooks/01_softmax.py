@@ -185,8 +185,8 @@ print(
 #
 # For any scores $s$: the weights are non-negative, they sum to one, and adding the same
 # constant $c$ to every score leaves them unchanged (the *shift invariance* we just
-# used). *Multiplying* the scores is different: it changes the weights, though never
-# their order.
+# used). *Multiplying* the scores is different: it changes the weights, though a
+# positive factor never changes their order (a negative one reverses it).
 #
 # Why "non-negative" and not "positive"? On paper $e^{s_i}$ is never zero. In floating
 # point it can be: $e^{-800}$ is far below the smallest float64 (about $e^{-745}$), so

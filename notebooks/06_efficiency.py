@@ -683,8 +683,8 @@ fig.tight_layout()
 # pool of Python threads, one block per core, and let every core run the exponentials.
 # Python's global interpreter lock (GIL) does not stop this: NumPy releases it inside
 # `matmul`, `exp` and the other array loops, so several threads can run NumPy code at
-# the same time. An earlier version of this package did exactly that. It was fast on the
-# machine it was written on, and fragile everywhere else:
+# the same time. The plan works, and it is fast on the machine it is tuned on, but it is
+# fragile everywhere else:
 #
 # - **Oversubscription.** Each block's matrix products are themselves threaded by BLAS.
 #   With a pool of $T$ threads each asking BLAS for $T$ threads, $T^2$ threads fight

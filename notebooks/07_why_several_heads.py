@@ -157,7 +157,9 @@ for num_heads in [1, 2, 4]:
 # %% [markdown]
 # Identical. The same seed even gives the same initial numbers for every head count
 # (the shapes do not depend on it), so the three models below start from the same point
-# and differ only in how the 32 columns of each projection are grouped into softmaxes.
+# and differ in how the 32 columns of each projection are grouped into softmaxes, and
+# with it in each softmax's scale: the scores are divided by $\sqrt{d_k}$, and $d_k$ is
+# 32 divided by the number of heads.
 
 # %% [markdown]
 # ## 4. Training with the chapter's own backward pass

@@ -272,33 +272,49 @@ print("gradient reaching every real token is non-zero:      ", np.all(d_x[1, :4]
 # %% [markdown]
 # ## 3. A task for attention: induction
 #
-# Each training sequence has 32 tokens from a vocabulary of 32. Its first $n$ tokens are
-# uniform random, with $n$ drawn between 4 and 16 for each sequence; the next $n$ tokens
-# repeat them; the rest are uniform random again, independent of everything before. Here
-# is one sequence, written with letters (`decode_tokens`; ids 26-31 have no letter and
-# show as `<id>`):
+# Each training sequence has 32 tokens from a vocabulary of 32. It holds a *block* of
+# $n$ distinct tokens twice, with $n$ uniform between 4 and 16. The block starts at a
+# random *offset*; in half of the sequences a random *gap* of tokens separates the two
+# copies. Everything else is uniform random, independent of the rest:
+#
+# | | drawn for each sequence |
+# |---|---|
+# | block length $n$ | uniform on $[4, 16]$ |
+# | room $r = 32 - 2n$ | the tokens outside the copies |
+# | gap $g$ | 0 with probability 1/2, else uniform on $[1, r]$ |
+# | offset $o$ | uniform on $[0, r - g]$ |
+# | layout | $o$ random tokens, block, $g$ random tokens, block, random to 32 |
+#
+# Because the offset, the gap and $n$ all vary, no fixed position and no fixed distance
+# finds the earlier copy: only the token itself does. Here is one sequence, written with
+# letters (`decode_tokens`; ids 26-31 have no letter and show as `<id>`):
 
 # %%
-tokens, n = induction_batch(np.random.default_rng(3), 1)
-print(f"n = {n[0]}")
-print("first copy: ", decode_tokens(tokens[0, : n[0]]))
-print("second copy:", decode_tokens(tokens[0, n[0] : 2 * n[0]]))
-print("the rest:   ", decode_tokens(tokens[0, 2 * n[0] :]))
+tokens, n, offset, gap = induction_batch(np.random.default_rng(3), 1)
+n0, o0, g0 = n[0], offset[0], gap[0]
+print(f"n = {n0}, offset = {o0}, gap = {g0}")
+print("before:     ", decode_tokens(tokens[0, :o0]))
+print("first copy: ", decode_tokens(tokens[0, o0 : o0 + n0]))
+print("gap:        ", decode_tokens(tokens[0, o0 + n0 : o0 + n0 + g0]))
+print("second copy:", decode_tokens(tokens[0, o0 + n0 + g0 : o0 + 2 * n0 + g0]))
+print("the rest:   ", decode_tokens(tokens[0, o0 + 2 * n0 + g0 :]))
 
 # %% [markdown]
-# In the second copy, at positions $t$ from $n$ to $2n-2$, the next token is usually
-# "whatever followed the current token the first time". Not always: the first copy is
-# drawn with replacement, so a token can occur twice in it with two different
-# successors, and then the rule has two answers. We count a position as **determined**
+# In the second copy, at its positions but the last, the next token is usually
+# "whatever followed the current token the first time". Not always: a random token
+# before it can equal one of the block's tokens with a different successor, and then
+# the rule has two answers. We count a position as **determined**
 # only when every earlier occurrence of its token was followed by the same token:
 
 # %%
 show_source(determined_positions)
 
 # %%
-tokens, n = induction_batch(np.random.default_rng(2024), 512)  # what measure() scores
-second_copy = repeated_positions(n)  # (512, 32): t in [n, 2n - 2]
-determined = determined_positions(tokens, n)  # (512, 32)
+# what measure() scores:
+tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)
+# (512, 32): the second copy but its last position
+second_copy = repeated_positions(n, 32, offset, gap)
+determined = determined_positions(tokens, n, offset, gap)  # (512, 32)
 print(f"positions in [n, 2n - 2]: {second_copy.sum()}; determined: {determined.sum()}")
 print(f"ambiguous: {1 - determined.sum() / second_copy.sum():.2f}")
 
@@ -649,7 +665,8 @@ for head in result["induction_heads"]:
 # The grey line is chance, the orange line the one-layer model.
 
 # %%
-tokens, n = induction_batch(np.random.default_rng(2024), 512)  # what measure() used
+# what measure() used:
+tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)
 previous_heads = result["previous_token_heads"]
 induction_heads = result["induction_heads"]
 ablations = {"nothing": []}
@@ -661,7 +678,7 @@ for head in range(4):
     ablations[f"layer 1, head {head}"] = [(1, head)]
 ablations["the induction heads"] = [(1, head) for head in induction_heads]
 accuracies = {
-    name: accuracy(model.forward(tokens, ablate=heads)[0], tokens, n)
+    name: accuracy(model.forward(tokens, ablate=heads)[0], tokens, n, offset, gap)
     for name, heads in ablations.items()
 }
 
@@ -832,8 +849,8 @@ def buggy_attention_vjp(Q, K, V, weights, d_output):
     d_weights = d_output @ V.swapaxes(-1, -2)
     dV = weights.swapaxes(-1, -2) @ d_output
     d_scores = softmax_vjp(weights, d_weights)
-    dQ = d_scores @ K  # the bug: no / sqrt(d_k)
-    dK = d_scores.swapaxes(-1, -2) @ Q  # the bug: no / sqrt(d_k)
+    dQ = d_scores @ K
+    dK = d_scores.swapaxes(-1, -2) @ Q
     return dQ, dK, dV
 
 
@@ -893,7 +910,8 @@ print(check_exercise_2(solution_prediction))
 # layer-1 induction head but the last one, `result["induction_heads"][-1]`. One head
 # alone did not matter; does one head alone suffice? Predict the accuracy on the
 # determined positions: `"above 0.9"`, `"between 0.4 and 0.9"` or `"below 0.4"`. Then
-# check it with `accuracy(model.forward(tokens, ablate=...)[0], tokens, n)`.
+# check it with
+# `accuracy(model.forward(tokens, ablate=...)[0], tokens, n, offset, gap)`.
 
 # %%
 prediction_3 = ...  # "above 0.9", "between 0.4 and 0.9" or "below 0.4"
@@ -906,7 +924,7 @@ def check_exercise_3(answer):
     choices = ("above 0.9", "between 0.4 and 0.9", "below 0.4")
     assert answer in choices, f"answer with one of {choices}; got {answer!r}"
     others = [(1, head) for head in result["induction_heads"][:-1]]
-    measured = accuracy(model.forward(tokens, ablate=others)[0], tokens, n)
+    measured = accuracy(model.forward(tokens, ablate=others)[0], tokens, n, offset, gap)
     truth = "between 0.4 and 0.9"
     truth = "above 0.9" if measured > 0.9 else "below 0.4" if measured < 0.4 else truth
     assert answer == truth, (

@@ -701,7 +701,7 @@ for b, ax in enumerate(axes):
     ax.set_yticks(range(4))
 axes[0].set_ylabel("decoder token (query)")
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.9)
-fig.suptitle("Cross-attention weights (grey: the context's padding)")
+fig.suptitle("Cross-attention weights (grey: the context's padding)");
 
 # %% [markdown]
 # ## 6. Attention dropout
@@ -858,8 +858,9 @@ if torch is not None:
 # **Exercise 1 (merge two tiles).** Two workers each processed half of a row's keys and
 # returned their partial states `(m, l, acc)`: each a maximum, a sum of `exp(s - m)` and
 # an unnormalised output measured against its own `m`. Write `merge(state_1, state_2)`
-# that returns the state of the whole row. (This is how FlashAttention splits a long row
-# of keys across several processors: "split-K".) A worker that saw only masked keys
+# that returns the state of the whole row. (This is how Flash-Decoding splits a long row
+# of keys across several processors, its "split-KV" (Dao et al. 2023).) A worker that
+# saw only masked keys
 # returns `(-inf, 0.0, zeros)`.
 
 
@@ -943,69 +944,79 @@ def solution_merge(state_1, state_2):
 print(check_exercise_1(solution_merge))
 
 # %% [markdown]
-# **Exercise 2 (size a cache).** Write
-# `kv_cache_bytes(layers, num_kv_heads, d_head, tokens, batch, bytes_per_number)`: the
-# bytes of keys and values a model holds for `batch`
-# sequences of `tokens` tokens. The check compares it with a real `KVCache` and with the
-# Llama 2 70B figure above.
+# **Exercise 2 (fit a batch).** Section 4 counts the bytes one token adds to the cache.
+# A server asks the inverse question: with `free_bytes` of memory left after the
+# weights, how many sequences of `tokens` tokens can it decode at once? Write
+# `sequences_that_fit(free_bytes, layers, num_kv_heads, d_head, tokens,
+# bytes_per_number)`,
+# the largest whole number of sequences whose keys and values fit. The check compares
+# it with real `KVCache`s and with Llama 2 70B.
 
 
 # %%
-def kv_cache_bytes(layers, num_kv_heads, d_head, tokens, batch, bytes_per_number):
-    """Bytes of cached keys and values."""
+def sequences_that_fit(
+    free_bytes, layers, num_kv_heads, d_head, tokens, bytes_per_number
+):
+    """How many `tokens`-long sequences fit their keys and values in `free_bytes`."""
     return ...  # your code here
 
 
 # %%
-def check_exercise_2(kv_cache_bytes):
+def check_exercise_2(sequences_that_fit):
     try:
-        answer = kv_cache_bytes(80, 8, 128, 4096, 1, 2)
+        answer = sequences_that_fit(40 * 2**30 + 2**29, 80, 8, 128, 4096, 2)
         if answer is ...:
             return (
                 "Exercise 2: not yet. Replace the ... with your answer and run the "
                 "cell again."
             )
         mha = MultiHeadAttention(24, 6, num_kv_heads=3)
-        caches = [KVCache() for _ in range(2)]  # two layers
+        caches = [KVCache() for _ in range(2)]  # two layers, one sequence of 5 tokens
         for cache in caches:
-            mha(np.zeros((2, 5, 24)), kv_cache=cache)
-        real = sum(cache.nbytes for cache in caches)
-        mine = kv_cache_bytes(2, 3, 4, 5, 2, 8)
-        assert mine == real, (
-            "two layers of a 6-head module with 3 key/value heads of width 4, 2 "
-            f"sequences of 5 tokens, float64: the caches hold {real} bytes; you say "
-            f"{mine}. Count keys *and* values, and the key/value heads, not the query "
-            "heads"
+            mha(np.zeros((1, 5, 24)), kv_cache=cache)
+        one = sum(cache.nbytes for cache in caches)
+        for free in (one - 1, one, 7 * one + one // 2):
+            mine = sequences_that_fit(free, 2, 3, 4, 5, 8)
+            assert mine == free // one, (
+                "two layers of a 6-head module with 3 key/value heads of width 4, "
+                f"sequences of 5 tokens in float64: each sequence's caches hold {one} "
+                f"bytes, and {free} bytes hold {free // one} of them; you say {mine}. "
+                "Count keys *and* values, the key/value heads (not the query heads), "
+                "and only whole sequences"
+            )
+        assert answer == 32, (
+            "Llama 2 70B, 4096-token sequences in bfloat16, 40.5 GiB free: you say "
+            f"{answer} sequences"
         )
-        assert answer == 1_342_177_280, (
-            "Llama 2 70B: 1.25 GiB = 1342177280 bytes per 4096-token sequence; you say "
-            f"{answer}"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
+    except (
+        ValueError, TypeError, IndexError, AttributeError, ZeroDivisionError
+    ) as error:
         # a near miss that crashes gets a hint, not a traceback
         raise AssertionError(
             f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
-            "kv_cache_bytes(...) returns one number."
+            "sequences_that_fit(...) returns one whole number."
         ) from None
     return "Exercise 2: correct."
 
 
-print(check_exercise_2(kv_cache_bytes))
+print(check_exercise_2(sequences_that_fit))
 
 # %% [markdown]
 # *Solution to exercise 2: the collapsed cell below (click it to open).*
 
 
 # %% jupyter={"source_hidden": true, "outputs_hidden": true}
-# Per layer, per sequence, per token: one key and one value (the 2) of width d_head for
-# each key/value head. The query heads are not cached at all.
-def solution_kv_cache_bytes(
-    layers, num_kv_heads, d_head, tokens, batch, bytes_per_number
+# One sequence caches, per layer and per token, one key and one value (the 2) of width
+# d_head for each key/value head; the query heads are not cached at all. Whole
+# sequences only: floor division.
+def solution_sequences_that_fit(
+    free_bytes, layers, num_kv_heads, d_head, tokens, bytes_per_number
 ):
-    return 2 * layers * num_kv_heads * d_head * tokens * batch * bytes_per_number
+    per_sequence = 2 * layers * num_kv_heads * d_head * tokens * bytes_per_number
+    return free_bytes // per_sequence
 
 
-print(check_exercise_2(solution_kv_cache_bytes))
+print(check_exercise_2(solution_sequences_that_fit))
 
 # %% [markdown]
 # **Exercise 3 (predict).** A causal attention over `seq_len = 1024` tokens runs in
@@ -1084,6 +1095,10 @@ print(check_exercise_3(solution_tiles))
 #   drawn in section 1 (query tiles outside, key tiles inside), the division by $\ell$
 #   deferred to the end, and the log-sum-exp as the one statistic kept for the
 #   backward.
+# - Dao, T., Haziza, D., Massa, F. and Sizov, G. (2023). *Flash-Decoding for
+#   long-context inference.* [PyTorch blog](https://pytorch.org/blog/flash-decoding/).
+#   Split-KV: one query's keys split across processors, the partial `(m, l, acc)`
+#   merged at the end (exercise 1).
 # - Shazeer, N. (2019). *Fast Transformer Decoding: One Write-Head is All You Need.*
 #   [arXiv:1911.02150](https://arxiv.org/abs/1911.02150). Multi-query attention, and why
 #   decoding is bound by the memory traffic of the keys and values.

@@ -24,7 +24,7 @@ def trained():
 @pytest.fixture(scope="module")
 def batch():
     """512 fresh sequences, from a seed the training never saw."""
-    return induction_batch(np.random.default_rng(2024), 512)
+    return induction_batch(np.random.default_rng(2024), 512, at_start=True)[:2]
 
 
 # --- the checkpoint file ---------------------------------------------------------------------
@@ -52,7 +52,7 @@ def test_checkpoint_has_the_documented_keys_shapes_and_layout():
 
 def test_checkpoint_layout_is_the_modules_queries_keys_values(trained):
     """Columns [0, d) make queries, [d, 2d) keys, [2d, 3d): recomputing head h by hand gives the module's weights."""
-    tokens, _ = induction_batch(np.random.default_rng(0), 2)
+    tokens = induction_batch(np.random.default_rng(0), 2)[0]
     layer = trained.layers[0]
     x = trained.embed[tokens] + trained.pos  # (2, max_len, d_model)
     _, weights = layer(x, causal_mask(trained.max_len))
@@ -108,7 +108,7 @@ def test_one_layer_trained_the_same_way_stays_far_below(batch):
 
 def test_without_positions_the_induction_circuit_breaks(trained):
     """The previous-token head finds t - 1 by position: without positions it cannot, and induction fails."""
-    tokens, n = induction_batch(np.random.default_rng(5), 256)
+    tokens, n, *_ = induction_batch(np.random.default_rng(5), 256, at_start=True)
     logits, _ = trained.forward(tokens, use_positions=False)
     assert accuracy(logits, tokens, n) < 0.5
 
@@ -127,7 +127,7 @@ def test_typed_letters_light_up_the_induction_head(trained):
 
 
 def test_induction_batch_repeats_the_first_n_tokens():
-    tokens, n = induction_batch(np.random.default_rng(7), 200, vocab=32, max_len=32)
+    tokens, n, *_ = induction_batch(np.random.default_rng(7), 200, vocab=32, max_len=32, at_start=True)
     assert tokens.shape == (200, 32) and tokens.min() >= 0 and tokens.max() < 32
     assert n.min() == 4 and n.max() == 16  # both ends of [max_len // 8, max_len // 2] occur in 200 draws
     for b in range(200):
@@ -138,7 +138,7 @@ def test_induction_batch_repeats_the_first_n_tokens():
 
 def test_accuracy_counts_only_the_determined_positions():
     """Positions of the second copy whose next token the sequence determines (tests/test_induction_model.py)."""
-    tokens, n = induction_batch(np.random.default_rng(8), 4)
+    tokens, n, *_ = induction_batch(np.random.default_rng(8), 4, at_start=True)
     logits = np.zeros(tokens.shape + (32,))
     logits[np.arange(4)[:, None], np.arange(31), tokens[:, 1:]] = 1.0  # perfect everywhere
     assert accuracy(logits, tokens, n) == 1.0

@@ -842,11 +842,12 @@ EXERCISES = EXERCISES_01_03 + [
         "10_production",
         "check_exercise_2",
         lambda ns: (
-            ns["kv_cache_bytes"],
-            ns["solution_kv_cache_bytes"],
+            ns["sequences_that_fit"],
+            ns["solution_sequences_that_fit"],
             [
-                lambda L, kv, d, t, b, by: L * kv * d * t * b * by,  # forgot that K and V are both cached
-                lambda L, kv, d, t, b, by: 2 * L * kv * d * t * by,  # forgot the batch
+                lambda f, L, kv, d, t, by: f // (L * kv * d * t * by),  # forgot that K and V are both cached
+                lambda f, L, kv, d, t, by: f / (2 * L * kv * d * t * by),  # a fraction of a sequence
+                lambda f, L, kv, d, t, by: f // (2 * L * 64 * d * t * by),  # the query heads, not the KV heads
             ],
         ),
     ),

@@ -120,7 +120,7 @@ def test_help_is_plain_text_with_every_default(capsys):
 
 def test_the_loss_is_the_mean_cross_entropy_of_every_next_token():
     model = InductionModel(2, vocab=16, max_len=12, d_model=16, num_heads=2, seed=4)
-    tokens, n = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
+    tokens, n, *_ = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
     loss = loss_and_grads(model, tokens, n, np.float64)[0]
     logits = model.forward(tokens)[0]  # (batch, seq_len, vocab): the model's own forward
     terms = []
@@ -149,7 +149,7 @@ def test_weights_and_batches_come_from_the_documented_streams(monkeypatch):
         np.testing.assert_array_equal(seen[0][0][name], array, err_msg=name)
     data = np.random.default_rng(batch_stream)
     for _, tokens, n in seen:
-        expected_tokens, expected_n = induction_batch(data, batch_size)
+        expected_tokens, expected_n, *_ = induction_batch(data, batch_size)
         np.testing.assert_array_equal(tokens, expected_tokens)
         np.testing.assert_array_equal(n, expected_n)
 
@@ -168,7 +168,7 @@ def test_weights_and_batches_come_from_the_documented_streams(monkeypatch):
 )
 def test_the_loss_checks_its_batch(change, error, message):
     model = InductionModel(1, vocab=16, max_len=12, d_model=8, num_heads=2)
-    tokens, n = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
+    tokens, n, *_ = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
     arguments = {"tokens": tokens, "n": n, "dtype": np.float64} | change
     with pytest.raises(error, match=message):
         loss_and_grads(model, arguments["tokens"], arguments["n"], arguments["dtype"])
@@ -177,6 +177,6 @@ def test_the_loss_checks_its_batch(change, error, message):
 def test_the_loss_names_a_nan_parameter_instead_of_returning_nan():
     model = InductionModel(1, vocab=16, max_len=12, d_model=8, num_heads=2)
     model.unembed[3, 4] = np.nan
-    tokens, n = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
+    tokens, n, *_ = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
     with pytest.raises(ValueError, match="unembed must be finite"):
         loss_and_grads(model, tokens, n, np.float64)

@@ -52,7 +52,7 @@ def test_cross_entropy_and_its_gradient_match_definitions_and_central_difference
 def test_the_loss_is_the_mean_cross_entropy_of_every_next_token():
     """A language model's loss: each position t < seq_len - 1 predicts token t + 1, predictable or not."""
     model = InductionModel(2, seed=2)
-    tokens, n = induction_batch(np.random.default_rng(1), 8)
+    tokens, n, *_ = induction_batch(np.random.default_rng(1), 8)
     loss, _, logits = loss_and_grads(model, tokens, n, np.float64)
     forward, _ = model.forward(tokens)  # float64 forward: an independent path to the logits
     np.testing.assert_allclose(logits, forward, rtol=1e-12, atol=1e-12)
@@ -68,7 +68,7 @@ def test_the_loss_is_the_mean_cross_entropy_of_every_next_token():
 def test_the_whole_models_gradient_matches_central_differences(num_layers):
     """Every parameter of a tiny model, float64: embeddings, positions, unembedding, every layer."""
     model = tiny_model(seed=1, num_layers=num_layers)
-    tokens, n = induction_batch(np.random.default_rng(2), 3, vocab=6, max_len=8)
+    tokens, n, *_ = induction_batch(np.random.default_rng(2), 3, vocab=6, max_len=8)
     _, grads, _ = loss_and_grads(model, tokens, n, np.float64)
     for name, array in model.parameters().items():
         numeric = np.zeros_like(array)
@@ -87,7 +87,7 @@ def test_the_whole_models_gradient_matches_central_differences(num_layers):
 def test_float32_gradients_agree_with_float64():
     """float32 rounding through ~10 products of inner size <= 3 * d_model: ~1e-6 relative; 1e-4 leaves room."""
     model = InductionModel(2, seed=3)
-    tokens, n = induction_batch(np.random.default_rng(3), 8)
+    tokens, n, *_ = induction_batch(np.random.default_rng(3), 8)
     loss64, grads64, _ = loss_and_grads(model, tokens, n, np.float64)
     loss32, grads32, _ = loss_and_grads(model, tokens, n, np.float32)
     assert loss32 == pytest.approx(loss64, rel=1e-5)

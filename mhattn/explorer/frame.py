@@ -36,6 +36,7 @@ from .. import checks
 from ..core.masks import causal_mask, padding_mask
 from ..core.multihead import MultiHeadAttention
 from ..learn import circuits
+from ..learn.generate import generate
 from ..learn.model import decode_tokens, encode_letters, load_trained
 from ..pictures.embedding_shift import embedding_shift_2d
 
@@ -46,6 +47,7 @@ MASKS = ("none", "causal", "padding")
 MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
 SHOWN = 1  # untrained, the explorer shows sequence 1 of the batch of two (the one padding shortens)
 DEFAULT_TOKENS = "a b c d x a b c"
+CONTINUATION = 5  # trained: how many tokens the model writes after the typed ones
 TRAINED_LAYERS = 2  # layers of the shipped trained model (mhattn/data/induction.npz)
 #: What ``positions`` may be: untrained, no positions or rotary ones (RoPE); trained, the
 #: model's learned position embeddings or none.
@@ -179,6 +181,10 @@ class Frame:
     scores : dict of str -> ndarray ``(num_heads,)`` or None
         Trained: each head's ``previous_token`` and ``prefix_matching`` scores on these tokens
         (:mod:`mhattn.circuits`; None where no token repeats).
+    continuation : ndarray of int ``(k,)`` or None
+        Trained, with learned positions: the next ``k = min(CONTINUATION, max_len + 1 -
+        seq_len)`` tokens the model writes after the typed ones, greedily, one at a time
+        through one KV cache per layer (:func:`mhattn.learn.generate.generate`).
     """
 
     state: State
@@ -194,6 +200,7 @@ class Frame:
     tokens: np.ndarray | None = None
     predictions: np.ndarray | None = None
     scores: dict = field(default_factory=dict)
+    continuation: np.ndarray | None = None  # the trained model's next tokens (see the docstring)
 
     @property
     def num_heads(self):
@@ -260,5 +267,9 @@ def _trained_frame(state, model):
     scores = {"previous_token": circuits.previous_token_score(weights), "prefix_matching": None}
     if any(tokens[t] in tokens[:t] for t in range(seq_len)):  # some query has an earlier occurrence
         scores["prefix_matching"] = circuits.prefix_matching_score(weights, tokens[None])
+    continuation = None  # --- the continuation: the model writes on after the typed tokens
+    if use_positions:
+        continuation = generate(model, tokens, min(CONTINUATION, model.max_len + 1 - seq_len))
     return Frame(state, weights[0], mask, h_before[None], h[None], inputs_2d, outputs_2d, explained,
-                 np.ones(seq_len, dtype=bool), decode_tokens(tokens).split(), tokens, predictions, scores)
+                 np.ones(seq_len, dtype=bool), decode_tokens(tokens).split(), tokens, predictions, scores,
+                 continuation)

@@ -26,7 +26,7 @@ https://transformer-circuits.pub/2021/framework/index.html. Olsson et al. (2022)
 import numpy as np
 
 from .. import checks
-from .task import accuracy, induction_batch
+from .task import accuracy, induction_batch, layout
 
 # --- attention patterns --------------------------------------------------------------------
 
@@ -68,14 +68,20 @@ def previous_token_score(weights, queries=None):
     return on_previous.transpose(1, 0, 2)[:, keep].mean(axis=-1)  # (num_heads,)
 
 
-def segments(n, seq_len):
-    """The three parts of an induction sequence as query masks: ``{name: (batch, seq_len) bool}``.
+def segments(n, seq_len, offset=0, gap=0):
+    """The parts of an induction sequence as query masks: ``{name: (batch, seq_len) bool}``.
 
-    ``"first copy"``: ``t < n``; ``"second copy"``: ``n <= t < 2n``; ``"rest"``: ``t >= 2n``.
+    With the first copy at ``o = offset`` and the second at ``s = o + n + gap``:
+    ``"first copy"``: ``o <= t < o + n``; ``"second copy"``: ``s <= t < s + n``; ``"rest"``:
+    every other position (the random tokens before, between and after the copies).
     """
     t = np.arange(seq_len)[None, :]  # (1, seq_len)
     n = np.asarray(n)[:, None]  # (batch, 1)
-    return {"first copy": t < n, "second copy": (t >= n) & (t < 2 * n), "rest": t >= 2 * n}
+    batch = n.shape[0]
+    first = (np.zeros(batch, dtype=np.int64) + np.asarray(offset))[:, None]  # (batch, 1)
+    second = first + n + (np.zeros(batch, dtype=np.int64) + np.asarray(gap))[:, None]  # (batch, 1)
+    in_first, in_second = (t >= first) & (t < first + n), (t >= second) & (t < second + n)
+    return {"first copy": in_first, "second copy": in_second, "rest": ~(in_first | in_second)}
 
 
 def prefix_matching_score(weights, tokens):
@@ -253,6 +259,24 @@ def in_context_learning_score(logits, tokens, early, late):
     return float(losses[:, late - 1].mean() - losses[:, early - 1].mean())
 
 
+def mid_context_token(max_len):
+    """The token halfway through the context, ``max_len // 2`` (16 of 32): between :func:`icl_tokens`' two."""
+    return max_len // 2
+
+
+def induction_loss(logits, tokens):
+    """Mean loss of the predictable half of repeated random tokens (:func:`repeated_random_tokens`).
+
+    With halves of ``h`` tokens, tokens ``h + 1 .. 2h - 1`` repeat what followed an earlier
+    occurrence of their predecessor; a model that copies predicts them with loss near 0, one
+    that does not stays near ``log(vocab)``. Unlike the in-context learning score, which
+    compares two tokens of the training distribution, this is a probe built to reward
+    copying, on sequences the model never trained on.
+    """
+    half = tokens.shape[1] // 2
+    return float(token_losses(logits, tokens)[:, half:].mean())
+
+
 def icl_tokens(max_len):
     """Olsson et al.'s tokens 50 and 500 of 512, scaled to ``max_len``: ``(early, late)``, 3 and 31 for 32."""
     return max(1, round(max_len * 50 / 512)), min(round(max_len * 500 / 512), max_len - 1)
@@ -280,18 +304,18 @@ def measure(model, *, num_sequences=512, seed=2024):
         ``accuracy_without_head`` (per last-layer head), ``accuracy_without_positions``.
     """
     rng = np.random.default_rng(seed)
-    tokens, n = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)
+    tokens, n, offset, gap = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)
     logits, weights = model.forward(tokens)
     repeated = repeated_random_tokens(rng, num_sequences, model.max_len // 2, model.vocab)
     repeated_logits, repeated_weights = model.forward(repeated)
-    parts = segments(n, model.max_len)
+    parts = segments(n, model.max_len, offset, gap)
     last = len(model.layers) - 1
 
     def accuracy_without(heads):
-        return accuracy(model.forward(tokens, ablate=heads)[0], tokens, n)
+        return accuracy(model.forward(tokens, ablate=heads)[0], tokens, n, offset, gap)
 
     result = {
-        "accuracy": accuracy(logits, tokens, n),
+        "accuracy": accuracy(logits, tokens, n, offset, gap),
         "previous_token": [previous_token_score(w) for w in weights],
         "previous_token_by_segment": [{k: previous_token_score(w, q) for k, q in parts.items()} for w in weights],
         "prefix_matching": [prefix_matching_score(w, repeated) for w in repeated_weights],
@@ -310,7 +334,8 @@ def measure(model, *, num_sequences=512, seed=2024):
         result["accuracy_without_previous_token_heads"] = accuracy_without([(0, h) for h in previous])
         result["accuracy_without_induction_heads"] = accuracy_without([(last, h) for h in induction])
     result["accuracy_without_head"] = [accuracy_without([(last, h)]) for h in range(model.num_heads)]
-    result["accuracy_without_positions"] = accuracy(model.forward(tokens, use_positions=False)[0], tokens, n)
+    without_positions = model.forward(tokens, use_positions=False)[0]
+    result["accuracy_without_positions"] = accuracy(without_positions, tokens, n, offset, gap)
     return result
 
 
@@ -330,4 +355,180 @@ def claims(result):
         and acc - result["accuracy_without_previous_token_heads"] >= 0.4,
         "ablating the induction heads costs >= 0.4": bool(induction)
         and acc - result["accuracy_without_induction_heads"] >= 0.4,
+    }
+
+
+# --- where the repeat sits: accuracy, position profile, prefix matching by offset -------------
+
+
+def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0):
+    """Accuracy on the second copy for every block length and every offset that fits: ``(lengths, offsets)``.
+
+    Cell ``[i, o]``: ``per_cell`` fresh sequences (:func:`mhattn.learn.task.layout`) with a block
+    of ``lengths[i]`` distinct tokens after ``o`` random ones, repeated after ``gap`` more.
+    Offsets run from 0 to ``max_len - 2 * min(lengths) - gap``; a cell whose repeat does not fit
+    is NaN.
+    """
+    lengths = [checks.positive_int("length", int(n)) for n in lengths]
+    rng = np.random.default_rng(seed)
+    offsets = model.max_len - 2 * min(lengths) - gap + 1
+    table = np.full((len(lengths), offsets), np.nan)
+    for i, n in enumerate(lengths):
+        for o in range(model.max_len - 2 * n - gap + 1):
+            n_, o_, g_ = (np.full(per_cell, v) for v in (n, o, gap))
+            tokens = layout(rng, n_, o_, g_, vocab=model.vocab, max_len=model.max_len)
+            table[i, o] = accuracy(model.forward(tokens)[0], tokens, n_, o_, g_)
+    return table
+
+
+def gap_accuracy(model, gaps=range(2, 9), lengths=range(4, 13), *, num_sequences=1024, seed=12):
+    """Accuracy per gap: lengths uniform in ``lengths`` (shortened where the gap leaves no room), offsets uniform."""
+    rng = np.random.default_rng(seed)
+    result = {}
+    for g in gaps:
+        n = np.minimum(rng.integers(min(lengths), max(lengths) + 1, size=num_sequences), (model.max_len - g) // 2)
+        offset = (rng.random(num_sequences) * (model.max_len - 2 * n - g + 1)).astype(np.int64)
+        gap = np.full(num_sequences, g)
+        tokens = layout(rng, n, offset, gap, vocab=model.vocab, max_len=model.max_len)
+        result[int(g)] = accuracy(model.forward(tokens)[0], tokens, n, offset, gap)
+    return result
+
+
+def previous_token_profile(model, layer=0, *, num_sequences=1024, seed=13, at_start=False):
+    """The weight each head of ``layer`` puts on ``t - 1``, per query position ``t``: ``(num_heads, max_len)``.
+
+    Averaged over fresh training sequences (:func:`induction_batch`, or its ``at_start`` layout);
+    position 0 has no previous token and is NaN.
+    """
+    rng = np.random.default_rng(seed)
+    tokens = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len, at_start=at_start)[0]
+    weights = model.forward(tokens)[1][layer]  # (batch, num_heads, max_len, max_len)
+    t = np.arange(1, model.max_len)
+    profile = np.full((model.num_heads, model.max_len), np.nan)
+    profile[:, 1:] = weights[:, :, t, t - 1].mean(axis=0)
+    return profile
+
+
+def offset_repeats(rng, batch_size, offset, half_len, vocab):
+    """``offset`` random tokens, then :func:`repeated_random_tokens`; the first ``offset + half_len`` all distinct."""
+    if offset < 0 or half_len < 1 or offset + half_len > vocab:
+        raise ValueError(f"need offset >= 0, half_len >= 1 and offset + half_len <= vocab = {vocab}; "
+                         f"got {offset}, {half_len}")
+    first = rng.permuted(np.tile(np.arange(vocab), (batch_size, 1)), axis=1)[:, : offset + half_len]
+    return np.concatenate([first, first[:, offset:]], axis=1)  # (batch, offset + 2 * half_len)
+
+
+def prefix_matching_by_offset(model, layer=1, *, half_len=8, num_sequences=256, seed=14):
+    """Prefix-matching score per offset and head: ``(offsets, num_heads)``, offsets ``0 .. max_len - 2 half_len``.
+
+    Row ``o``: :func:`prefix_matching_score` on :func:`offset_repeats` sequences, ``half_len``
+    repeated random tokens after ``o`` random tokens that occur nowhere else.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for o in range(model.max_len - 2 * half_len + 1):
+        tokens = offset_repeats(rng, num_sequences, o, half_len, model.vocab)
+        rows.append(prefix_matching_score(model.forward(tokens)[1][layer], tokens))
+    return np.array(rows)
+
+
+# --- composition against chance, and a path ablation --------------------------------------------
+
+
+def composition_scores(model, kind, layer0=0, layer1=1):
+    r"""Q-, K- or V-composition of every head of ``layer0`` into every head of ``layer1``: ``(num_heads, num_heads)``.
+
+    The earlier head's :math:`W_{OV} = W_V W_O` against the later head's matrix that reads
+    the residual stream: for ``"K"`` :math:`W_K W_Q^\top` (what its keys read), for ``"Q"``
+    :math:`W_Q W_K^\top` (its queries), for ``"V"`` :math:`W_V W_O` (its values), as in
+    Elhage et al. (2021). ``"K"`` equals :func:`k_composition_scores`.
+    """
+    if kind not in ("Q", "K", "V"):
+        raise ValueError(f"kind must be 'Q', 'K' or 'V'; got {kind!r}")
+    table = np.zeros((model.num_heads, model.num_heads))
+    for h0 in range(model.num_heads):
+        _, _, W_v0, W_o0 = head_weights(model, layer0, h0)
+        for h1 in range(model.num_heads):
+            W_q, W_k, W_v, W_o = head_weights(model, layer1, h1)
+            reader = {"K": W_k @ W_q.T, "Q": W_q @ W_k.T, "V": W_v @ W_o}[kind]
+            table[h0, h1] = composition_score(W_v0 @ W_o0, reader)
+    return table
+
+
+def composition_baseline(d_model, rank, *, draws=2000, seed=0):
+    """Mean and standard deviation of :func:`composition_score` for two independent random rank-``rank`` maps.
+
+    Each map is ``A @ B`` with ``A`` ``(d_model, rank)`` and ``B`` ``(rank, d_model)`` of
+    independent standard normals: what a score means when nothing was learned.
+    """
+    rng = np.random.default_rng(seed)
+
+    def low_rank():
+        return rng.standard_normal((d_model, rank)) @ rng.standard_normal((rank, d_model))
+
+    scores = np.array([composition_score(low_rank(), low_rank()) for _ in range(draws)])
+    return float(scores.mean()), float(scores.std())
+
+
+def forward_without_key_path(model, tokens, heads):
+    """Logits of a two-layer model whose layer 1 reads its *keys* without the output of layer-0 ``heads``.
+
+    Layer 1's queries and values, and the unembedding, see the whole residual stream; only
+    the key projection sees it less the listed heads' output. If layer 1 finds the earlier
+    copy by K-composition with those heads, this alone breaks the copy.
+
+    Parameters
+    ----------
+    model : InductionModel with two layers
+    tokens : ndarray of int, shape ``(batch, seq_len)``
+    heads : list of int, heads of layer 0
+
+    Returns
+    -------
+    ndarray of shape ``(batch, seq_len, vocab)``
+    """
+    if len(model.layers) != 2:
+        raise ValueError(f"model must have two layers; got {len(model.layers)}")
+    tokens = model.check_tokens(tokens)
+    seq_len = tokens.shape[-1]
+    mask = np.tri(seq_len, dtype=bool)  # (seq_len, seq_len): causal
+    h0 = model.embed[tokens] + model.pos[:seq_len]  # (batch, seq_len, d_model)
+    kept = model.ablated_layers([(0, h) for h in heads])[0]
+    without = h0 + kept(h0, mask)[0]  # the stream less the listed heads' output
+    h1 = h0 + model.layers[0](h0, mask)[0]  # the whole stream
+    out = np.zeros_like(h1)
+    for head in range(model.num_heads):
+        W_q, W_k, W_v, W_o = head_weights(model, 1, head)
+        scores = (h1 @ W_q) @ np.swapaxes(without @ W_k, -1, -2) / np.sqrt(W_q.shape[1])  # (batch, seq, seq)
+        scores = np.where(mask, scores, -np.inf)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        out += weights @ (h1 @ W_v) @ W_o
+    return (h1 + out) @ model.unembed
+
+
+# --- losses on the training distribution ---------------------------------------------------------
+
+
+def loss_report(model, *, num_sequences=1024, seed=15):
+    """The ICL score where Olsson et al. compute it, on the training distribution, and the induction loss.
+
+    Returns a dict: ``token_loss`` (mean loss of the early, mid-context and late tokens of
+    :func:`icl_tokens` and :func:`mid_context_token` on fresh :func:`induction_batch`
+    sequences), ``icl_score`` (late minus early there), ``induction_loss``
+    (:func:`induction_loss` on repeated random tokens) and ``repeated_icl_score`` (late minus
+    early on those).
+    """
+    rng = np.random.default_rng(seed)
+    tokens = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)[0]
+    losses = token_losses(model.forward(tokens)[0], tokens)
+    early, late = icl_tokens(model.max_len)
+    picked = [early, mid_context_token(model.max_len), late]
+    repeated = repeated_random_tokens(rng, num_sequences, model.max_len // 2, model.vocab)
+    repeated_logits = model.forward(repeated)[0]
+    return {
+        "token_loss": np.array([losses[:, k - 1].mean() for k in picked]),
+        "icl_score": float(losses[:, late - 1].mean() - losses[:, early - 1].mean()),
+        "induction_loss": induction_loss(repeated_logits, repeated),
+        "repeated_icl_score": in_context_learning_score(repeated_logits, repeated, early, late),
     }

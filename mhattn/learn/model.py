@@ -7,13 +7,16 @@ r"""A tiny attention-only transformer, built from the chapter's own :class:`Mult
     logits = h @ unembed                                    # (batch, seq_len, vocab)
 
 No MLP, no LayerNorm, no biases: everything a token learns about the others arrives through
-attention. Trained on the induction task (:func:`mhattn.learn.task.induction_batch`), two layers learn the
+attention. Trained on the induction task (:func:`mhattn.learn.task.induction_batch`: a block of
+distinct tokens repeated at a random offset, sometimes after a gap), two layers learn the
 circuit of Olsson et al. (2022): a *previous-token head* in layer 0 writes each token's
 predecessor into its position, and an *induction head* in layer 1 finds the earlier
 occurrence of the current token and copies the token that followed it.
 
-:func:`load_trained` returns the shipped, trained model; :mod:`mhattn.learn.train` trains one;
-:mod:`mhattn.learn.circuits` measures what its heads do.
+:func:`load_trained` returns the shipped, trained model; :func:`load_shortcut` a model of the
+same shape trained only on repeats that start at position 0 (a shortcut that does not move
+with the repeat); :mod:`mhattn.learn.train` trains one; :mod:`mhattn.learn.circuits` measures
+what its heads do; :func:`mhattn.learn.generate.generate` lets it continue a prompt.
 """
 
 import copy
@@ -32,6 +35,7 @@ NUM_HEADS = 4  #: heads per layer
 EMBED_SCALE = 0.5  #: standard deviation of the initial token and position embeddings
 CHECKPOINT = "induction.npz"  #: the shipped two-layer model, in mhattn/data/
 ONE_LAYER_CHECKPOINT = "induction_1layer.npz"  #: the one-layer model trained the same way
+SHORTCUT_CHECKPOINT = "induction_at_start.npz"  #: two layers trained with every first copy at position 0
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -211,6 +215,21 @@ def load_trained(num_layers=2):
     name = None if isinstance(num_layers, (bool, np.bool_)) else shipped.get(num_layers)  # True is not 1
     if name is None:
         raise ValueError(f"num_layers must be 1 or 2 (the shipped checkpoints); got {num_layers!r}")
+    return _shipped(name)
+
+
+def load_shortcut():
+    """The two-layer model trained only on repeats whose first copy starts at position 0 (a fresh copy).
+
+    Its training sequences (1500 steps of 64, a constant step size of 3e-3) held ``n`` random
+    tokens (uniform in ``[4, 16]``, drawn with replacement) at positions ``0 .. n - 1``, the
+    same tokens again right after them, and random tokens to the end. It copies well where
+    its training put the repeat and poorly elsewhere: notebook 09's example of a shortcut.
+    """
+    return _shipped(SHORTCUT_CHECKPOINT)
+
+
+def _shipped(name):
     with resources.as_file(resources.files("mhattn") / "data" / name) as path:
         return InductionModel.load(path)
 

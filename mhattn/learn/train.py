@@ -4,7 +4,8 @@ From a terminal::
 
     python -m mhattn.train --layers 2 --seed 0 --out induction.npz
 
-One step: draw a batch of induction sequences, run the model forward through each layer's
+One step: draw a batch of induction sequences (:func:`mhattn.learn.task.induction_batch`: a
+block of distinct tokens repeated at a random offset, sometimes after a gap), run the model forward through each layer's
 :meth:`MultiHeadAttention.vjp`, take the cross-entropy of every next token, run the chain
 rule backwards layer by layer, and let Adam move every weight. Everything is seeded: the
 same seed on the same machine gives the same checkpoint, bit for bit.
@@ -18,16 +19,19 @@ import numpy as np
 from .. import checks
 from ..checks.optional import require
 from ..core.masks import causal_mask
-from .circuits import icl_tokens, in_context_learning_score, repeated_random_tokens
+from .circuits import icl_tokens, induction_loss, mid_context_token, repeated_random_tokens, token_losses
 from .losses import cross_entropy
 from .model import InductionModel
-from .optim import LEARNING_RATE, Adam
+from .optim import Adam
 from .task import accuracy, induction_batch
 
-STEPS = 1500  #: default number of training steps
+STEPS = 4000  #: default number of training steps
 BATCH_SIZE = 64  #: sequences per step
+LEARNING_RATE = 1e-2  #: Adam's peak step size
+WARMUP = 100  #: steps over which the step size rises linearly from lr / WARMUP to lr
+FINAL_LR_FRACTION = 0.1  #: after the warmup, a cosine takes the step size from lr down to this fraction of it
 EVAL_EVERY = 5  #: steps between the history's entries (dense enough to draw the phase change)
-PROBE_SIZE = 64  #: sequences of repeated random tokens on which the history measures the ICL score
+PROBE_SIZE = 256  #: sequences in each of the history's two fixed probes (training task, repeated random tokens)
 
 
 def loss_and_grads(model, tokens, n, dtype=np.float32):
@@ -92,6 +96,14 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     return loss, grads, logits
 
 
+def learning_rate_at(step, steps, lr, warmup=WARMUP, final_fraction=FINAL_LR_FRACTION):
+    """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``."""
+    if step <= warmup:
+        return lr * step / warmup
+    progress = (step - warmup) / max(1, steps - warmup)  # 0 after the warmup, 1 at the last step
+    return lr * (final_fraction + (1 - final_fraction) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
 def train(
     num_layers=2,
     *,
@@ -114,20 +126,24 @@ def train(
         weights come from ``spawn(2)[0]`` (:func:`initial_model`), the training batches from
         ``np.random.default_rng(spawn(2)[1])``, one :func:`induction_batch` per step.
     steps, lr, batch_size : keyword only
+        Adam's step size at step ``t`` is :func:`learning_rate_at`: ``lr`` after a linear
+        warmup of ``WARMUP`` steps, then a cosine down to ``FINAL_LR_FRACTION * lr``.
     dtype : float32 or float64, keyword only
         The compute dtype; the weights are kept in float64.
     eval_every : int, keyword only
-        Every this many steps (and at step 1) the history records the step, the batch's loss,
-        its accuracy, and the in-context learning score
-        (:func:`mhattn.circuits.in_context_learning_score`) on a fixed probe of
-        ``PROBE_SIZE`` sequences of repeated random tokens, drawn from a third seeded stream.
+        Every this many steps (and at step 1) the history records the step, the batch's
+        ``loss`` and ``accuracy``, and on two fixed probes of ``PROBE_SIZE`` sequences (drawn
+        from a third seeded stream): ``token_loss`` ``(3,)``, the mean loss of the tokens
+        :func:`mhattn.learn.circuits.icl_tokens` names (early, mid-context, late) on fresh
+        sequences of the training task, whose ``late - early`` difference is the in-context
+        learning score of Olsson et al. (2022); and ``induction_loss``, the mean loss of the
+        second half of repeated random tokens (:func:`mhattn.learn.circuits.induction_loss`).
     progress : bool, keyword only
         Show a tqdm progress bar (terminal or Jupyter).
     threads : int, keyword only, default 1
         BLAS threads during training. The matrices are small (2048 x 64 x 192 at most), so a
         second thread gains little on an idle machine, and on a busy one a BLAS thread that
-        waits for a free core stalls every product: we measured 10 ms per step with one
-        thread and 105 ms with two on this 2-core machine while other jobs ran.
+        waits for a free core stalls every product: one thread is the safe choice.
     """
     num_layers = checks.positive_int("num_layers", num_layers)
     seed = checks.seed(seed)
@@ -141,21 +157,27 @@ def train(
     model = initial_model(num_layers, seed)
     data = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # the batches' own stream
     optimizer = Adam(model.parameters(), lr=lr)
-    probe_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])  # the probe's own stream
-    probe = repeated_random_tokens(probe_rng, PROBE_SIZE, model.max_len // 2, model.vocab)  # (64, max_len)
-    history = {"step": [], "loss": [], "accuracy": [], "icl_score": []}
+    probe_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2])  # the probes' own stream
+    task_probe = induction_batch(probe_rng, PROBE_SIZE, vocab=model.vocab, max_len=model.max_len)[0]
+    repeated_probe = repeated_random_tokens(probe_rng, PROBE_SIZE, model.max_len // 2, model.vocab)
+    early, late = icl_tokens(model.max_len)
+    probe_tokens = (early, mid_context_token(model.max_len), late)
+    history = {"step": [], "lr": [], "loss": [], "accuracy": [], "token_loss": [], "induction_loss": []}
     bar = _progress_bar(steps) if progress else None
     with require("threadpoolctl").threadpool_limits(limits=threads, user_api="blas"):
         for step in range(1, steps + 1):
-            tokens, n = induction_batch(data, batch_size, vocab=model.vocab, max_len=model.max_len)
+            tokens, n, offset, gap = induction_batch(data, batch_size, vocab=model.vocab, max_len=model.max_len)
             loss, grads, logits = loss_and_grads(model, tokens, n, dtype)
+            optimizer.lr = learning_rate_at(step, steps, lr)
             optimizer.step(grads)
             if step % eval_every == 0 or step == 1:
                 history["step"].append(step)
+                history["lr"].append(optimizer.lr)
                 history["loss"].append(loss)
-                history["accuracy"].append(accuracy(logits, tokens, n))
-                probe_logits = model.forward(probe)[0]  # (64, max_len, vocab)
-                history["icl_score"].append(in_context_learning_score(probe_logits, probe, *icl_tokens(model.max_len)))
+                history["accuracy"].append(accuracy(logits, tokens, n, offset, gap))
+                losses = token_losses(model.forward(task_probe)[0], task_probe)  # (PROBE_SIZE, max_len - 1)
+                history["token_loss"].append([losses[:, k - 1].mean() for k in probe_tokens])
+                history["induction_loss"].append(induction_loss(model.forward(repeated_probe)[0], repeated_probe))
                 if bar is not None:
                     bar.set_postfix(loss=f"{loss:.3f}", accuracy=f"{history['accuracy'][-1]:.2f}", refresh=False)
             if bar is not None:

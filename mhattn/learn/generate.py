@@ -1,0 +1,109 @@
+r"""Let a trained :class:`~mhattn.learn.model.InductionModel` continue a prompt, one token at a time.
+
+Each step feeds only the newest token: every layer keeps the keys and values of the tokens
+before it in its own :class:`mhattn.KVCache` (notebook 10), so a step costs one query
+against the cached keys instead of a forward pass over the whole prefix.
+
+.. code-block:: text
+
+    h = embed[token] + pos[t]                               # (1, 1, d_model): the new token only
+    for each layer i: h = h + layer_i(h, kv_cache=cache_i)  # attends to cache_i's t + 1 keys
+    logits = h @ unembed                                    # (1, 1, vocab): scores for token t + 1
+"""
+
+import numpy as np
+
+from .. import checks
+from ..core.softmax import softmax
+from ..engine.kv_cache import KVCache
+
+
+def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=True):
+    """The ``num_tokens`` tokens the model writes after ``prompt``.
+
+    Parameters
+    ----------
+    model : InductionModel
+    prompt : array_like of int, shape ``(prompt_len,)``
+        Token ids in ``[0, vocab)``, at least one (:func:`mhattn.learn.model.encode_letters`
+        turns ``"a b c d e a b"`` into ids).
+    num_tokens : int
+        How many tokens to write; ``prompt_len + num_tokens`` may reach ``max_len + 1`` (the
+        last token written is predicted at position ``max_len - 1``).
+    temperature : float >= 0, keyword only, default 0
+        0 takes the most likely token at each step (greedy); above 0 samples from
+        ``softmax(logits / temperature)``.
+    seed : int, keyword only, default 0
+        Seeds the sampling (unused when greedy).
+    use_cache : bool, keyword only, default True
+        False recomputes the whole prefix at every step with :meth:`InductionModel.forward`
+        instead: the same tokens, at ``O(t)`` cost per step instead of ``O(1)`` projections.
+
+    Returns
+    -------
+    ndarray of int, shape ``(num_tokens,)``
+    """
+    prompt = model.check_tokens(prompt)
+    if prompt.ndim != 1:
+        raise ValueError(f"prompt must be one sequence of token ids, shape (prompt_len,); got shape {prompt.shape}")
+    num_tokens = checks.integer("num_tokens", num_tokens, "an int >= 0")
+    if num_tokens < 0 or len(prompt) + num_tokens > model.max_len + 1:
+        raise ValueError(f"num_tokens must be in [0, max_len + 1 - prompt_len = {model.max_len + 1 - len(prompt)}]; "
+                         f"got {num_tokens}")
+    temperature = _temperature(temperature)
+    rng = np.random.default_rng(checks.seed(seed))
+    use_cache = checks.flag("use_cache", use_cache)
+    checks.parameters(model)
+    step = _cached_steps(model) if use_cache else _full_steps(model)
+    next(step)  # start the generator
+    written = []
+    logits = None
+    for token in prompt:
+        logits = step.send(int(token))
+    for i in range(num_tokens):
+        token = _choose(logits, temperature, rng)
+        written.append(token)
+        if i + 1 < num_tokens:
+            logits = step.send(token)
+    return np.array(written, dtype=np.int64)
+
+
+def _temperature(value):
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"temperature must be a float >= 0; got {value!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"temperature must be a finite float >= 0; got {value}")
+    return value
+
+
+def _choose(logits, temperature, rng):
+    """Greedy (``temperature == 0``) or a draw from ``softmax(logits / temperature)``."""
+    if temperature == 0:
+        return int(np.argmax(logits))
+    probabilities = softmax(logits / temperature)  # (vocab,)
+    return int(min(np.searchsorted(np.cumsum(probabilities), rng.random() * probabilities.sum()), len(logits) - 1))
+
+
+def _cached_steps(model):
+    """A coroutine: send it each token in turn; it answers the logits for the next one, through one cache per layer."""
+    caches = [KVCache() for _ in model.layers]
+    t = 0
+    logits = None
+    while True:
+        token = yield logits
+        h = (model.embed[token] + model.pos[t])[None, None]  # (1, 1, d_model): the new token only
+        for layer, cache in zip(model.layers, caches, strict=True):
+            h = h + layer(h, kv_cache=cache, need_weights=False)[0]  # attends to every cached key
+        logits = (h @ model.unembed)[0, 0]  # (vocab,)
+        t += 1
+
+
+def _full_steps(model):
+    """The same coroutine without a cache: the whole prefix through :meth:`InductionModel.forward` each step."""
+    prefix = []
+    logits = None
+    while True:
+        prefix.append((yield logits))
+        logits = model.forward(np.array(prefix))[0][-1]  # (vocab,): the last position's scores

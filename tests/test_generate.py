@@ -1,0 +1,70 @@
+"""Decoding with one KV cache per layer writes exactly what recomputing the whole prefix writes."""
+
+import numpy as np
+import pytest
+
+from mhattn.learn.generate import generate
+from mhattn.learn.model import InductionModel, decode_tokens, encode_letters, load_trained
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_trained()
+
+
+def logits_by_recomputing(model, prompt, written):
+    """The next-token logits after every prefix, from the full forward pass."""
+    sequence = np.concatenate([prompt, written])
+    return [model.forward(sequence[: len(prompt) + i])[0][-1] for i in range(len(written))]
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_greedy_cached_decoding_equals_recomputing_the_prefix(num_layers):
+    model = InductionModel(num_layers, seed=3)  # untrained: its choices are far from ties only by chance
+    prompt = np.array([5, 1, 7, 2])
+    cached = generate(model, prompt, 20)
+    assert cached.tolist() == generate(model, prompt, 20, use_cache=False).tolist()
+    for logits, token in zip(logits_by_recomputing(model, prompt, cached), cached, strict=True):
+        assert token == int(np.argmax(logits))
+
+
+def test_sampling_is_seeded_and_the_same_with_and_without_the_cache(model):
+    prompt = encode_letters("a b c")
+    runs = [generate(model, prompt, 25, temperature=1.5, seed=s).tolist() for s in (4, 4, 5)]
+    assert runs[0] == runs[1] != runs[2]
+    assert runs[0] == generate(model, prompt, 25, temperature=1.5, seed=4, use_cache=False).tolist()
+
+
+def test_a_tiny_temperature_is_greedy(model):
+    prompt = encode_letters("q w e r q w")
+    assert generate(model, prompt, 6, temperature=1e-6, seed=1).tolist() == generate(model, prompt, 6).tolist()
+
+
+def test_the_trained_model_continues_a_repeat(model):
+    assert decode_tokens(generate(model, encode_letters("a b c d e a b"), 3)) == "c d e"
+
+
+def test_generation_fills_the_context_and_no_further(model):
+    prompt = encode_letters("a b c d")
+    assert len(generate(model, prompt, 29)) == 29  # the last token is predicted at position 31
+    with pytest.raises(ValueError, match=r"num_tokens must be in \[0, max_len \+ 1 - prompt_len = 29\]; got 30"):
+        generate(model, prompt, 30)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"temperature": -1}, ValueError, "temperature must be a finite float >= 0; got -1.0"),
+        ({"temperature": "hot"}, TypeError, "temperature must be a float >= 0; got 'hot'"),
+        ({"seed": -1}, ValueError, "seed must be an int"),
+        ({"use_cache": "yes"}, TypeError, "use_cache must be True or False"),
+    ],
+)
+def test_generate_rejects_bad_arguments(model, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        generate(model, [1, 2], 3, **kwargs)
+
+
+def test_generate_rejects_a_batch_of_prompts(model):
+    with pytest.raises(ValueError, match="prompt must be one sequence"):
+        generate(model, [[1, 2], [3, 4]], 3)
