@@ -21,7 +21,7 @@ import threading
 import traceback
 
 from .._optional import require
-from .draw import FrameDrawing
+from .draw import DPI, FIGSIZE, FrameDrawing
 from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
 from .frame import (
     D_MODELS,
@@ -187,7 +187,9 @@ class Explorer(widgets.VBox):
             control = getattr(self, name)
             control._name, control._fixed = name, True
         self.readout, self.explanation = widgets.HTML(), widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        # Shown at its own width, never stretched (a stretched PNG blurs); narrower on a phone.
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{round(FIGSIZE[0] * DPI)}px",
+                                                                       max_width="100%", height="auto"))
         self.drawing = FrameDrawing()
         self.token_error, self.note, self.state, self.frame = None, None, None, None
         self._tokens = state.tokens  # the last tokens that could be drawn (explorer() checked these)
