@@ -701,7 +701,7 @@ for b, ax in enumerate(axes):
     ax.set_yticks(range(4))
 axes[0].set_ylabel("decoder token (query)")
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.9)
-fig.suptitle("Cross-attention weights (grey: the context's padding)");
+fig.suptitle("Cross-attention weights (grey: the context's padding)")
 
 # %% [markdown]
 # ## 6. Attention dropout

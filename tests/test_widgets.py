@@ -9,6 +9,7 @@ tests/test_widgets_static.py.
 
 import gc
 import itertools
+import threading
 
 import ipywidgets
 import matplotlib.pyplot as plt
@@ -18,9 +19,10 @@ from explorer_expected import assert_drawing_matches, drawn, png_pixels, readout
 from traitlets import TraitError
 
 from mhattn import MultiHeadAttention
-from mhattn.explorer import explorer
+from mhattn.explorer import Explorer, State, explorer
+from mhattn.explorer.controls import LatestWins
 from mhattn.explorer.draw import DPI, FIGSIZE
-from mhattn.explorer.frame import D_MODELS, MAX_HEADS, MAX_SEQ_LEN, MIN_SEQ_LEN, head_choices
+from mhattn.explorer.frame import D_MODELS, MAX_HEADS, MAX_SEQ_LEN, MIN_SEQ_LEN, check_state, head_choices
 
 
 @pytest.fixture
@@ -310,3 +312,46 @@ def test_explorer_rejects_settings_its_controls_could_not_show(kwargs, error, wo
     with pytest.raises(error) as info:
         explorer(**kwargs)
     assert words in str(info.value)
+
+
+def test_redraws_work_on_the_newest_setting_and_drop_those_in_between():
+    entered, release, worked = threading.Event(), threading.Event(), []
+
+    def work(item):
+        worked.append(item)
+        entered.set()
+        assert release.wait(10)
+
+    redraws = LatestWins(work, background=True)
+    redraws.submit(0)
+    assert entered.wait(10)
+    for item in range(1, 6):
+        redraws.submit(item)  # returns at once, while 0 is still being worked on
+    assert worked == [0]
+    release.set()
+    assert redraws.wait(10)
+    assert worked == [0, 5] and (redraws.done, redraws.dropped) == (2, 4)
+
+
+def test_a_slider_moved_while_a_picture_is_drawn_skips_to_its_last_value():
+    """In a kernel the explorer draws in a thread: the settings passed on the way are never drawn."""
+    ex = Explorer(check_state(State()), background=True)
+    entered, release, draw = threading.Event(), threading.Event(), ex.drawing.draw
+
+    def slow_draw(frame):
+        entered.set()
+        assert release.wait(10)
+        return draw(frame)
+
+    ex.drawing.draw = slow_draw
+    renders = ex.renders
+    ex.seq_len.value = 9
+    assert entered.wait(10)
+    for seq_len in range(10, 21):  # the reader keeps moving the slider while 9 is drawn
+        ex.seq_len.value = seq_len
+    release.set()
+    assert ex.redraws.wait(20) and ex.redraws.error is None
+    assert ex.renders == renders + 2 and ex.redraws.dropped == 10  # 9, then 20; 10 to 19 never drawn
+    fresh = explorer(seq_len=20)
+    np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
+    assert ex.readout.value == fresh.readout.value and ex.state == fresh.state

@@ -115,3 +115,25 @@ def test_trained_picture_after_many_changes_equals_a_fresh_explorer(ex):
     fresh = explorer(trained=True, tokens="a a b b a a", layer=0)
     np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
     assert ex.readout.value == fresh.readout.value
+
+
+def test_bad_tokens_then_the_untrained_weights_leave_every_untrained_control_drawing(ex):
+    """Type tokens the model cannot read, switch to untrained: every untrained control still redraws.
+
+    The untrained layer reads no tokens, so the box's text must not stop it from drawing.
+    """
+    ex.trained_weights.value = True
+    ex.tokens.value = "a1"
+    assert "still showing the tokens below" in ex.readout.value
+    ex.trained_weights.value = False
+    assert ex.token_error is None and "still showing" not in ex.readout.value
+    assert_drawing_matches(ex)
+    for name, value in (("seq_len", 11), ("d_model", 48), ("num_heads", 3), ("seed", 7), ("mask", "causal")):
+        renders, picture = ex.renders, ex.image.value
+        getattr(ex, name).value = value
+        assert ex.renders == renders + 1 and ex.image.value != picture, name
+        assert_drawing_matches(ex)
+    ex.trained_weights.value = True  # back: the box still holds "a1", and the readout says so again
+    assert "still showing the tokens below" in ex.readout.value
+    np.testing.assert_array_equal(ex.frame.tokens, encode_letters(DEFAULT_TOKENS))
+    assert_drawing_matches(ex)

@@ -18,7 +18,7 @@ forward                           backward (this module)
 :func:`mhattn.split_heads`        :func:`split_heads_vjp`
 :func:`mhattn.combine_heads`      :func:`combine_heads_vjp`
 ``x @ W`` (``W_qkv``, ``W_o``)    :func:`linear_vjp`
-:func:`mhattn.positions.apply_rope`  :func:`rope_vjp`
+:func:`mhattn.core.positions.apply_rope`  :func:`rope_vjp`
 :func:`mhattn.apply_rope_interleaved`  :func:`rope_interleaved_vjp`
 :class:`mhattn.MultiHeadAttention`  :func:`multihead_vjp` (all of the above)
 ================================  ========================================

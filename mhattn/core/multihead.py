@@ -309,6 +309,6 @@ class MultiHeadAttention:
         ``d_output`` the gradient of a loss with respect to ``output``, returns the dict
         ``{"x": ..., "W_qkv": ..., "W_o": ...}`` of the loss's gradients, each with the shape
         and dtype of that input. Nothing is stored on the module: call it from any thread.
-        The derivation is in :mod:`mhattn.grad` and notebook 09.
+        The derivation is in :mod:`mhattn.core.grad` and notebook 09.
         """
         return grad.module_vjp(self, x, mask, positions=positions)

@@ -16,9 +16,13 @@ nbconvert --to html``, JupyterLab before the notebook is trusted). Where the liv
 renders, a style sheet inside it hides that copy.
 """
 
+import sys
+import threading
+import traceback
+
 from ..checks.optional import require
 from ..learn.model import load_trained
-from .draw import FrameDrawing
+from .draw import DPI, FIGSIZE, FrameDrawing
 from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
 from .frame import (
     D_MODELS,
@@ -48,6 +52,76 @@ _HIDE_STATIC_COPY = (f"<style>.jp-OutputArea-child:has(.{_EXPLORER_CLASS}) + "
                      ".jp-OutputArea-child:has(.jp-RenderedImage) {display: none;}</style>")
 STATIC_COPY_TEXT = "(a static copy of the explorer's picture: run the cell for the live explorer)"
 _WRAP = widgets.Layout(flex_flow="row wrap", align_items="center")  # rows of controls wrap on a phone
+_NOTHING = object()
+
+
+class LatestWins:
+    """Runs ``work(item)`` on the newest item submitted; the items in between are dropped, never queued.
+
+    While one item is being worked on, each :meth:`submit` replaces the one waiting, so when the
+    work ends only the newest waits, and it runs next. With ``background=True`` the work runs
+    in a thread of its own and :meth:`submit` returns at once: in a Jupyter kernel, that frees
+    the kernel to read the next message from the browser (a slider moved further) while the
+    previous setting is still being drawn. With ``background=False`` the work runs inside
+    :meth:`submit` (a submission made by the work itself waits for it to end).
+
+    Attributes
+    ----------
+    done, dropped : int
+        How many items were worked on, and how many were replaced before their turn.
+    error : BaseException or None
+        The last exception the background work raised (it goes on with the next item).
+    """
+
+    def __init__(self, work, background=False):
+        self._work, self._background = work, background
+        self._idle = threading.Condition()
+        self._pending, self._running = _NOTHING, False
+        self.done, self.dropped, self.error = 0, 0, None
+
+    def submit(self, item):
+        with self._idle:
+            if self._pending is not _NOTHING:
+                self.dropped += 1
+            self._pending = item
+            if self._running:
+                return
+            self._running = True
+        if self._background:
+            threading.Thread(target=self._drain, name="mhattn-explorer-draw", daemon=True).start()
+        else:
+            self._drain()
+
+    def wait(self, timeout=None):
+        """Block until nothing is being worked on or waits; True if so before ``timeout`` seconds."""
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._running, timeout)
+
+    def _drain(self):
+        try:
+            while True:
+                with self._idle:
+                    item, self._pending = self._pending, _NOTHING
+                    if item is _NOTHING:
+                        return
+                try:
+                    self._work(item)
+                except Exception as error:
+                    if not self._background:
+                        raise
+                    self.error = error
+                    traceback.print_exc(file=sys.stderr)
+                self.done += 1
+        finally:
+            with self._idle:
+                self._pending, self._running = _NOTHING, False
+                self._idle.notify_all()
+
+
+def _in_a_kernel():
+    """Whether this runs inside a Jupyter kernel (JupyterLab, Notebook, Voila), where messages queue."""
+    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
+    return getattr(shell, "kernel", None) is not None
 
 
 class Explorer(widgets.VBox):
@@ -76,9 +150,14 @@ class Explorer(widgets.VBox):
         What the readout says first, in red: the token error, or why RoPE is off.
     renders : int
         How many times the figure has been rendered.
+    redraws : LatestWins
+        Draws the newest setting. Inside a Jupyter kernel it draws in a thread of its own, so
+        that settings the controls pass through while a picture is drawn are skipped, not
+        queued; elsewhere (a script, a test) each change is drawn before ``.value = ...``
+        returns. ``redraws.wait()`` waits for the last picture.
     """
 
-    def __init__(self, state):
+    def __init__(self, state, background=None):
         style = {"description_width": "initial"}
         self._model = None  # the trained model, loaded on first use
         self.trained_weights = toggle(WEIGHTS, state.trained, "150px", (
@@ -109,9 +188,13 @@ class Explorer(widgets.VBox):
             control = getattr(self, name)
             control._name, control._fixed = name, True
         self.readout, self.explanation = widgets.HTML(), widgets.HTML()
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+        # Shown at its own width, never stretched (a stretched PNG blurs); narrower on a phone.
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{round(FIGSIZE[0] * DPI)}px",
+                                                                       max_width="100%", height="auto"))
         self.drawing = FrameDrawing()
         self.token_error, self.note, self.state, self.frame = None, None, None, None
+        self._tokens = state.tokens  # the last tokens that could be drawn (explorer() checked these)
+        self.redraws = LatestWins(self._draw, _in_a_kernel() if background is None else background)
 
         self._busy = False
         self.d_model.observe(self._on_d_model, names="value")
@@ -165,7 +248,7 @@ class Explorer(widgets.VBox):
 
     @property
     def trained_model(self):
-        """The trained model (:func:`mhattn.model.load_trained`), loaded the first time it is needed."""
+        """The trained model (:func:`mhattn.learn.model.load_trained`), loaded the first time it is needed."""
         if self._model is None:
             self._model = load_trained()
         return self._model
@@ -190,42 +273,71 @@ class Explorer(widgets.VBox):
 
     def _on_change(self, change):
         if not self._busy:
-            self.update()
+            self._show_controls()
+            self.redraws.submit(self.current_state_and_note())
 
     def current_state(self):
         """The State the controls say, with the last tokens that could be drawn (``token_error`` says why)."""
+        return self.current_state_and_note()[0]
+
+    def current_state_and_note(self):
+        """``(state, note)``: the State the controls say, and what the readout says first (or None).
+
+        Tokens the trained model cannot read leave the last ones that could be drawn in the
+        State, and ``token_error`` says why. The untrained layer reads no tokens: whatever the
+        hidden tokens box holds, it keeps those last ones, and the box is read again when the
+        trained weights return.
+        """
         trained = self.trained_weights.value
-        tokens = self.tokens.value
+        self.token_error = None
         if trained:
             try:
-                parse_tokens(tokens, min(self.trained_model.max_len, MAX_SEQ_LEN))
-                self.token_error = None
+                parse_tokens(self.tokens.value, min(self.trained_model.max_len, MAX_SEQ_LEN))
+                self._tokens = self.tokens.value
             except ValueError as error:
                 self.token_error = f"tokens: {error}"
-                tokens = self.state.tokens if self.state is not None else DEFAULT_TOKENS
-        self.note = None if self.token_error is None else f"{self.token_error}; still showing the tokens below"
+        note = None if self.token_error is None else f"{self.token_error}; still showing the tokens below"
         rope = self.rope.value == "on"
         if rope and not trained and not rope_fits(self.d_model.value, self.num_heads.value):
-            rope, self.note = False, (f"RoPE is off: it turns pairs of coordinates, and d_k = "
-                                      f"{self.d_model.value // self.num_heads.value} is odd")
+            rope, note = False, (f"RoPE is off: it turns pairs of coordinates, and d_k = "
+                                 f"{self.d_model.value // self.num_heads.value} is odd")
         positions = self.positions.value if trained else ("rope" if rope else "none")
-        return State(trained=trained, seq_len=self.seq_len.value, d_model=self.d_model.value,
-                     num_heads=self.num_heads.value, seed=self.seed.value, mask=self.mask.value, tokens=tokens,
-                     layer=self.layer.value, positions=positions)
+        state = State(trained=trained, seq_len=self.seq_len.value, d_model=self.d_model.value,
+                      num_heads=self.num_heads.value, seed=self.seed.value, mask=self.mask.value,
+                      tokens=self._tokens, layer=self.layer.value, positions=positions)
+        return state, note
 
     def update(self):
-        """Compute the frame of the controls' state, draw it, refresh the readout and the image."""
+        """Compute the frame of the controls' state, draw it, refresh the readout and the image; return when shown."""
+        self._show_controls()
+        self.redraws.submit(self.current_state_and_note())
+        self.redraws.wait()
+
+    def _show_controls(self):
+        """Only the controls of the current weights are shown."""
         trained = self.trained_weights.value
         self._untrained_controls.layout.display = "none" if trained else None
         self._trained_controls.layout.display = None if trained else "none"
-        self.state = self.current_state()
-        # The matrices here are tiny: BLAS worker threads cost far more than they save (and
-        # spin on the cores matplotlib needs next), so compute on one thread.
-        with require("threadpoolctl").ThreadpoolController().limit(limits=1, user_api="blas"):
-            self.frame = compute_frame(self.state, self.trained_model if trained else None)
-        self.readout.value = readout_html(self.frame, self.note)
-        self.explanation.value = explanation_html(self.frame)
-        self.image.value = self.drawing.draw(self.frame)
+
+    def _draw(self, state_and_note):
+        state, note = state_and_note
+        with _one_blas_thread():
+            frame = compute_frame(state, self.trained_model if state.trained else None)
+        self.state, self.frame, self.note = state, frame, note
+        self.readout.value = readout_html(frame, note)
+        self.explanation.value = explanation_html(frame)
+        self.image.value = self.drawing.draw(frame)
+
+
+_blas = []  # one ThreadpoolController for the process: building one inspects every loaded library
+
+
+def _one_blas_thread():
+    """The matrices here are tiny: BLAS worker threads cost far more than they save (and spin on
+    the cores matplotlib needs next), so compute on one thread."""
+    if not _blas:
+        _blas.append(require("threadpoolctl").ThreadpoolController())
+    return _blas[0].limit(limits=1, user_api="blas")
 
 
 def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *, trained=False, tokens=DEFAULT_TOKENS,

@@ -12,6 +12,7 @@ with no text smaller than 8 points (11 pixels).
 
 import io
 import math
+from collections import OrderedDict
 
 import numpy as np
 
@@ -25,6 +26,7 @@ FONT, SMALL = 9, 8  # points: titles and labels, ticks
 _HEADS_BOX = (0.03, 0.1, 0.56, 0.84)  # left, bottom, right, top of the heatmap area (figure fraction)
 _PCA_BOX = (0.716, 0.06, 0.988, 0.8)  # right edge on a whole pixel (741)
 _INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
+BACKGROUNDS = 16  # static backgrounds kept, the most recently shown (1.3 MB each)
 
 
 def _grid(num_heads):
@@ -93,7 +95,7 @@ class FrameDrawing:
         self._build_pca_panel()
         self._build_head_panels()
         self.head_axes, self.head_images, self._head_count = [], [], 0
-        self._background, self._background_layout = None, None
+        self._backgrounds, self._background_layout = OrderedDict(), None  # layout -> bitmap
         # The colour bar belongs to no heatmap: one 0..1 scale shared by whichever heads are shown.
         self._colorbar_axes = self.figure.add_axes(panel_layout(1)[1])
         bar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), self._cmap), cax=self._colorbar_axes)
@@ -134,13 +136,19 @@ class FrameDrawing:
         *animated* artist, left out of ``canvas.draw()``. The rest -- frames, ticks, titles,
         the colour bar -- is drawn once per ``layout`` and kept as a bitmap; a new frame copies
         that bitmap back and draws only the animated artists on top (matplotlib's blitting).
+        The last ``BACKGROUNDS`` layouts keep their bitmaps, so a slider moved back and forth
+        draws each static part once.
         """
         if layout != self._background_layout:
-            self._canvas.draw()  # the static parts only
-            self._background = self._canvas.copy_from_bbox(self.figure.bbox)
+            background = self._backgrounds.pop(layout, None)
+            if background is None:
+                self._canvas.draw()  # the static parts only
+                background = self._canvas.copy_from_bbox(self.figure.bbox)
+            self._backgrounds[layout] = background  # the most recent last
+            while len(self._backgrounds) > BACKGROUNDS:
+                self._backgrounds.popitem(last=False)
             self._background_layout = layout
-        else:
-            self._canvas.restore_region(self._background)
+        self._canvas.restore_region(self._backgrounds[layout])
         for artist in self._animated():
             self.figure.draw_artist(artist)
         rgba = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4) uint8

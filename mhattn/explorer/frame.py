@@ -180,7 +180,7 @@ class Frame:
         Trained: the token ids, and the model's guess of the token after each.
     scores : dict of str -> ndarray ``(num_heads,)`` or None
         Trained: each head's ``previous_token`` and ``prefix_matching`` scores on these tokens
-        (:mod:`mhattn.circuits`; None where no token repeats).
+        (:mod:`mhattn.learn.circuits`; None where no token repeats).
     continuation : ndarray of int ``(k,)`` or None
         Trained, with learned positions: the next ``k = min(CONTINUATION, max_len + 1 -
         seq_len)`` tokens the model writes after the typed ones, greedily, one at a time
@@ -218,8 +218,8 @@ def compute_frame(state, model=None):
     ----------
     state : State
         Checked here (:func:`check_state`).
-    model : mhattn.model.InductionModel, optional
-        The trained model; default :func:`mhattn.model.load_trained` (read on each call:
+    model : mhattn.learn.model.InductionModel, optional
+        The trained model; default :func:`mhattn.learn.model.load_trained` (read on each call:
         pass it to draw many frames).
 
     Returns

@@ -16,7 +16,7 @@ from .circuits import claims, measure
 from .train import BATCH_SIZE, LEARNING_RATE, STEPS, keep_freed_memory, train
 
 DESCRIPTION = (
-    "Train the chapter's tiny attention-only transformer (mhattn.model.InductionModel) on the "
+    "Train the chapter's tiny attention-only transformer (mhattn.learn.model.InductionModel) on the "
     "induction task, with the chapter's own backward pass and Adam, and save it as a .npz checkpoint."
 )
 EPILOG = "example: python -m mhattn.train --layers 2 --seed 0 --out induction.npz"
@@ -97,7 +97,7 @@ def parse(argv=None):
 
 
 def main(argv=None):
-    """The command line: train, save, and print what the heads learned (:func:`mhattn.circuits.measure`)."""
+    """The command line: train, save, and print what the heads learned (:func:`mhattn.learn.circuits.measure`)."""
     args = parse(argv)
     start = time.perf_counter()
     keep_freed_memory()  # the command's own process: twice as fast on Linux, no effect on the numbers

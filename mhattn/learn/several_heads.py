@@ -10,7 +10,7 @@ readouts: the previous token ``tokens[t - 1]`` and the token two back ``tokens[t
     logits[0] = out @ readouts[0]                         # the previous token: (batch, seq_len, vocab)
     logits[1] = out @ readouts[1]                         # the token two back
 
-Positions are learned embeddings added to the tokens' (as in :class:`mhattn.model.InductionModel`).
+Positions are learned embeddings added to the tokens' (as in :class:`mhattn.learn.model.InductionModel`).
 There is no residual connection: the readouts see only what attention brings. One head gives
 every query one softmax row, one convex combination of the values; several heads give several,
 with the same shapes of ``W_qkv`` and ``W_o``, so the same parameter count (Vaswani et al. 2017,
@@ -148,7 +148,7 @@ def loss_and_grads(model, tokens, targets):
 
     ``tokens`` is ``(batch, seq_len)`` and ``targets`` ``(2, batch, seq_len)``; only positions
     ``t >= FIRST_SCORED`` count. The backward is the chapter's own:
-    :meth:`mhattn.MultiHeadAttention.vjp` for the layer, :func:`mhattn.train.cross_entropy`
+    :meth:`mhattn.MultiHeadAttention.vjp` for the layer, :func:`mhattn.learn.losses.cross_entropy`
     for the loss. Returns the loss (float) and a dict with one gradient per entry of
     ``model.parameters()``, same shape.
     """

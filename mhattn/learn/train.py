@@ -1,4 +1,4 @@
-r"""Train :class:`mhattn.model.InductionModel` with the chapter's own backward pass and Adam.
+r"""Train :class:`mhattn.learn.model.InductionModel` with the chapter's own backward pass and Adam.
 
 From a terminal::
 

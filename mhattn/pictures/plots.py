@@ -182,7 +182,7 @@ def plot_embedding_shift(
     Parameters
     ----------
     inputs_2d : ndarray of shape ``(seq_len, 2)``
-        Coordinates of the vectors before, e.g. from :func:`mhattn.embedding_shift.embedding_shift_2d`.
+        Coordinates of the vectors before, e.g. from :func:`mhattn.pictures.embedding_shift.embedding_shift_2d`.
     outputs_2d : ndarray of shape ``(seq_len, 2)``
         Coordinates of the same positions after, in the same plane.
     explained : ndarray of shape ``(2,)``, optional
