@@ -792,7 +792,8 @@ explorer(d_model=64, num_heads=4, seq_len=6, mask="causal")
 #   Kaiser, Ł. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.2 defines
 #   multi-head attention, $\operatorname{MultiHead}(Q, K, V)$
-#   $= \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h) W^O$, with 8 heads of $d_k = 64$ in a $d_\text{model} = 512$ layer.
+#   $= \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h) W^O$, with 8 heads of
+#   $d_k = 64$ in a $d_\text{model} = 512$ layer.
 # - Glorot, X. and Bengio, Y. (2010). *Understanding the difficulty of training deep
 #   feedforward neural networks.* AISTATS 2010, PMLR 9, 249-256. The "Xavier" scale
 #   $\sqrt{2 / (\text{fan}_\text{in} + \text{fan}_\text{out})}$ of section 6, which
