@@ -89,7 +89,7 @@ def live_note(has_frame, on_explorer_page=False):
     frame = "The picture above is its first frame, as stored in the notebook. " if has_frame else ""
     here = ("The live explorer at the top of this page runs the same computation in your browser, with no kernel."
             if on_explorer_page else
-            "[The book's explorer page](explore.ipynb) has a live copy that runs in your browser with no kernel.")
+            "[The book's explorer page](explore.html) has a live copy that runs in your browser with no kernel.")
     return (f"*{frame}This Python widget's controls need a running kernel: [Run it live on Binder]({LIVE_URL}) "
             f"(the first start takes a few minutes). {here}*")
 

@@ -619,26 +619,39 @@ def test_book_tex_to_text_in_search_snippets(browser, site_url):
     assert got == cases
 
 
-def test_book_explorer_shows_its_first_frame(browser, site, site_url):
-    context = browser.new_context(viewport=DESKTOP)
-    page = context.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url) else route.abort())
-    try:
-        page.goto(site_url + "notebooks/explore.html", wait_until="load")
-        frames = page.locator(".cell_output img")
-        assert frames.count() >= 1, "the explorer's page shows no stored frame"
-        frame = frames.first
-        frame.scroll_into_view_if_needed()
-        assert frame.is_visible()
-        box = frame.bounding_box()
-        assert box["width"] > 300 and box["height"] > 150, box
-        assert frame.evaluate("img => img.naturalWidth") > 0
-        live = page.locator("a", has_text="Run it live")
-        assert live.count() >= 1 and "voila" in live.first.get_attribute("href")
-        text = page.locator("main").inner_text()
-        assert "model_id" not in text and "widget-view" not in text, "widget JSON shown as text"
-    finally:
-        context.close()
+def test_book_explorer_shows_its_first_frame_only_without_javascript(browser, site, site_url):
+    for javascript in (False, True):
+        context = browser.new_context(viewport=DESKTOP, java_script_enabled=javascript)
+        page = context.new_page()
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url) else route.abort())
+        try:
+            page.goto(site_url + "notebooks/explore.html", wait_until="load")
+            frames = page.locator(".cell_output img")
+            assert frames.count() >= 1, "the explorer's page shows no stored frame"
+            frame = frames.first
+            if javascript:  # the live explorer replaces it: one picture, not two
+                page.wait_for_selector("canvas.mhx-heads")
+                assert not frame.is_visible() and not page.locator("a", has_text="Run it live").first.is_visible()
+                continue
+            frame.scroll_into_view_if_needed()
+            assert frame.is_visible()
+            box = frame.bounding_box()
+            assert box["width"] > 300 and box["height"] > 150, box
+            assert frame.evaluate("img => img.naturalWidth") > 0
+            live = page.locator("a", has_text="Run it live")
+            assert live.count() >= 1 and "voila" in live.first.get_attribute("href")
+            text = page.locator("main").inner_text()
+            assert "model_id" not in text and "widget-view" not in text, "widget JSON shown as text"
+            assert "explorer page" not in text.split("Things to try")[0], "the page sends the reader to itself"
+        finally:
+            context.close()
+
+
+def test_book_chapters_4_and_5_link_to_the_explorer_page(site):
+    for prefix in ("04_", "05_"):
+        text = (site / notebook_named(prefix)).read_text(encoding="utf-8")
+        article = text[text.index('<article class="bd-article"'):]
+        assert re.search(r'<a class="reference [a-z]+" href="explore\.html">The book', article), prefix
 
 
 # ---------------------------------------------------------------- the page transform
