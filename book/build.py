@@ -16,15 +16,21 @@ images into ``jupyter_execute/`` beside ``<out>``; with the default, both are in
   ``outputs_hidden`` as well, or when it is an exercise's solution, the whole cell, its
   output included, is one fold (``hide-cell``): a printed line must not give the answer away;
 - every figure (an image output) gets a numbered caption under it, ``Figure N.k`` (N the
-  notebook's number, k its k-th figure), followed by ``output.metadata["mhattn"]["caption"]``
-  where the notebook gives one; the same text is the image's alt text;
+  notebook's number, k its k-th figure), followed by the caption the notebook writes beside
+  it: a Markdown cell tagged ``figure-caption`` right after the cell that draws it holds, for
+  each of its figures in order, ``**Figure.** caption`` and ``<!-- alt: alt text -->`` (the
+  comment shows nowhere in JupyterLab or on GitHub). On the page the caption cell goes (its
+  text is the caption) and the alt text is the image's. A cell that draws several figures is
+  cut after each one on the page, so that each image carries its own alt text;
 - a link reference definition (``[label]: url``) repeated in a later Markdown cell is
   dropped (each cell is its own document in JupyterLab; the page is one);
 - a link whose text is a notebook's file name (``[02_x.ipynb](02_x.ipynb)``) shows that
   notebook's title instead, and a link to a chapter notebook on GitHub leads to its page;
 - a live widget (``application/vnd.jupyter.widget-view+json``) cannot run without a kernel:
   its output is dropped, the stored first frame (a PNG output beside it) is what the page
-  shows, and a note under it links to the explorer running live;
+  shows, and a note under it links to the explorer running live. On the explorer's own page
+  that cell is tagged ``mhattn-still-frame``: the live explorer hides it when it starts, so
+  the frame shows only where no JavaScript runs;
 - ``# NBVAL_...`` marker lines (for the notebook tests) are dropped from the code shown.
 
 The landing page (``book/index.md``) gets, where it says ``<!-- chapters -->``, one line per
@@ -48,7 +54,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 NOTEBOOKS = ROOT / "notebooks"
 DEFAULT_OUT = ROOT / "build" / "book"
-PAGES = ["index.md", "references.md"]
+PAGES = ["index.md", "references.md", "accessibility.md"]
 FIGURES = ROOT / "figures"
 LANDING_FIGURES = ["02_attention_heatmap.png"]  # copied into the site for index.md
 CHAPTERS_MARKER = "<!-- chapters -->"
@@ -74,15 +80,18 @@ WORDS_PER_MINUTE = 200  # technical prose
 SECONDS_PER_CODE_LINE = 6  # reading a line of code, not typing it
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 LIVE_URL = "https://mybinder.org/v2/gh/mhattn/mhattn/HEAD?urlpath=voila/render/notebooks/explore.ipynb"
+STILL_FRAME_TAG = "mhattn-still-frame"  # the explorer page's stored frame, for renderers without JavaScript
 NBVAL_COMMENT = re.compile(r"^[ \t]*# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 
 
-def live_note(has_frame):
+def live_note(has_frame, on_explorer_page=False):
     """The Markdown that stands in for a live widget on a static page."""
     frame = "The picture above is its first frame, as stored in the notebook. " if has_frame else ""
+    here = ("The live explorer at the top of this page runs the same computation in your browser, with no kernel."
+            if on_explorer_page else
+            "[The book's explorer page](explore.html) has a live copy that runs in your browser with no kernel.")
     return (f"*{frame}This Python widget's controls need a running kernel: [Run it live on Binder]({LIVE_URL}) "
-            "(the first start takes a few minutes). The book's explorer page has a live copy that runs in "
-            "your browser with no kernel.*")
+            f"(the first start takes a few minutes). {here}*")
 
 
 def chapter_notebooks(folder=NOTEBOOKS):
@@ -155,6 +164,22 @@ def without_repeated_definitions(source, defined):
     return LINK_DEFINITION.sub(keep, source)
 
 
+CAPTION_TAG = "figure-caption"
+CAPTION_BLOCK = re.compile(r"\*\*Figure[^*]*\*\*\s*(?P<caption>.*?)\s*<!--\s*alt:\s*(?P<alt>.*?)\s*-->", re.DOTALL)
+
+
+def is_caption_cell(cell):
+    """Whether a cell holds the captions of the figures just above it."""
+    return cell["cell_type"] == "markdown" and CAPTION_TAG in cell.get("metadata", {}).get("tags", [])
+
+
+def figure_texts(cell):
+    """``[{"caption": ..., "alt": ...}, ...]``: the figures a caption cell describes, in order."""
+    flat = lambda text: " ".join(text.split())  # noqa: E731
+    return [{"caption": flat(m.group("caption")), "alt": flat(m.group("alt"))}
+            for m in CAPTION_BLOCK.finditer("".join(cell["source"]))]
+
+
 def caption_output(label, text):
     """The output that shows a figure's numbered caption under it."""
     anchor = "figure-" + label.split()[-1].replace(".", "-")
@@ -164,21 +189,61 @@ def caption_output(label, text):
                                   f'<span class="caption-number">{html.escape(label)}.</span>{body}</p>'}}
 
 
-def with_captions(outputs, number, count):
+def is_image(output):
+    return any(key.startswith("image/") for key in output.get("data", {}))
+
+
+def with_captions(outputs, number, count, texts=()):
     """``outputs`` with a caption after each image.
 
-    Returns ``(outputs, figures so far, texts)``: texts are the captions, for the alt text.
+    ``texts`` are the cell's figures' ``{"caption", "alt"}``, in order (where a figure has none,
+    ``output.metadata["mhattn"]["caption"]`` is its caption). Returns ``(outputs, figures so
+    far, alts)``: alts are each image's alt text ("" where the notebook gives none).
     """
-    result, texts = [], []
+    result, alts = [], []
     for output in outputs:
         result.append(output)
-        if any(key.startswith("image/") for key in output.get("data", {})):
+        if is_image(output):
+            text = texts[len(alts)] if len(alts) < len(texts) else {}
             count += 1
             label = f"Figure {number}.{count}" if number else f"Figure {count}"
-            caption = output.get("metadata", {}).get("mhattn", {}).get("caption", "")
+            caption = text.get("caption") or output.get("metadata", {}).get("mhattn", {}).get("caption", "")
             result.append(caption_output(label, caption))
-            texts.append(f"{label}. {caption}".strip())
-    return result, count, texts
+            alts.append(text.get("alt", ""))
+    return result, count, alts
+
+
+def one_cell_per_figure(cell, alts):
+    """The cell, cut after each figure's caption when it draws several (each image its own alt text).
+
+    The pieces after the first show no code (``remove-input``); a cell folded whole stays one.
+    """
+    tags = cell["metadata"].get("tags", [])
+    if len(alts) < 2 or "hide-cell" in tags:
+        if alts and any(alts):
+            cell["metadata"].setdefault("mystnb", {}).setdefault("image", {})["alt"] = " ".join(a for a in alts if a)
+        return [cell]
+    pieces, current, index = [], [], 0
+    for output in cell["outputs"]:
+        current.append(output)
+        if output.get("data", {}).get("text/html", "").startswith('<p class="figure-caption"'):
+            pieces.append(current)
+            current, index = [], index + 1
+    if current:
+        pieces[-1] += current
+    cells, blank = [], copy.deepcopy({**cell, "outputs": []})
+    for index, outputs in enumerate(pieces):
+        piece = copy.deepcopy(blank) if index else cell
+        piece["outputs"] = outputs
+        if index:
+            piece["source"] = "# (the same cell, continued)"  # MyST-NB drops a code cell with no source
+            piece["metadata"]["tags"] = sorted(set(tags) | {"remove-input"})
+            if "id" in cell:
+                piece["id"] = f"{cell['id']}-{index}"
+        if alts[index]:
+            piece["metadata"].setdefault("mystnb", {}).setdefault("image", {})["alt"] = alts[index]
+        cells.append(piece)
+    return cells
 
 
 def for_the_page(notebook, stem="", names=()):
@@ -190,7 +255,19 @@ def for_the_page(notebook, stem="", names=()):
     notebook = copy.deepcopy(notebook)
     notebook.get("metadata", {}).pop("widgets", None)  # widget state: nothing on the page can use it
     number, figures, definitions = chapter_number(stem), 0, {}
-    for cell in notebook["cells"]:
+    cells = notebook["cells"]
+    texts = {}  # index of a cell that draws figures -> its figures' captions and alt texts
+    for index, cell in enumerate(cells):
+        if is_caption_cell(cell):
+            drawn = [i for i in range(index) if cells[i]["cell_type"] == "code"
+                     and any(is_image(output) for output in cells[i].get("outputs", []))]
+            if drawn:
+                texts[drawn[-1]] = figure_texts(cell)
+    page = []
+    for index, cell in enumerate(cells):
+        if is_caption_cell(cell):
+            continue  # its text is the caption under the figure
+        page.append(cell)
         if cell["cell_type"] == "markdown":
             source = without_repeated_definitions("".join(cell["source"]), definitions)
             cell["source"] = readable_links(source, set(names))
@@ -207,12 +284,14 @@ def for_the_page(notebook, stem="", names=()):
         outputs = cell.get("outputs", [])
         kept = [output for output in outputs if WIDGET_VIEW not in output.get("data", {})]
         if len(kept) < len(outputs):
-            has_frame = any(key.startswith("image/") for output in kept for key in output.get("data", {}))
+            has_frame = any(is_image(output) for output in kept)
+            if stem == "explore":  # the live explorer hides this cell where JavaScript runs
+                metadata["tags"] = sorted(set(metadata.get("tags", [])) | {STILL_FRAME_TAG})
             kept.append({"output_type": "display_data", "metadata": {},
-                         "data": {"text/markdown": live_note(has_frame)}})
-        cell["outputs"], figures, captions = with_captions(kept, number, figures)
-        if captions:  # MyST-NB's alt text otherwise is the image's file name
-            metadata.setdefault("mystnb", {}).setdefault("image", {}).setdefault("alt", " ".join(captions))
+                         "data": {"text/markdown": live_note(has_frame, on_explorer_page=stem == "explore")}})
+        cell["outputs"], figures, alts = with_captions(kept, number, figures, texts.get(index, ()))
+        page[-1:] = one_cell_per_figure(cell, alts)
+    notebook["cells"] = page
     return notebook
 
 

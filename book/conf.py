@@ -5,7 +5,8 @@ sphinx-book-theme from PyPI, sphinx-copybutton puts a copy button on each code c
 MathJax 3 is copied into the site from the django-static-mathjax wheel, so a built page asks
 nothing of any other host. ``_static/book.css`` shows figures at the size they were drawn
 and lets wide code and math scroll in their own box; ``_static/search-snippets.js`` shows
-the search results' snippets with the math as text instead of raw TeX.
+the search results' snippets from the chapter's text (not the theme's buttons), with the
+math as text instead of raw TeX; ``_static/figure-zoom.js`` opens a figure full size on one tap.
 """
 
 import shutil
@@ -48,7 +49,9 @@ html_theme = "sphinx_book_theme"
 html_title = "mhattn: multi-head attention from scratch"
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
-html_js_files = ["search-snippets.js"]
+html_js_files = ["search-snippets.js", "figure-zoom.js"]
+html_favicon = "_static/favicon.svg"
+html_use_index = False  # the chapter has no index entries: no empty index page
 html_last_updated_fmt = None
 html_show_sourcelink = False
 html_copy_source = True  # the download button offers each page's notebook

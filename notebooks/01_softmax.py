@@ -313,6 +313,17 @@ fig.tight_layout()
 save_figure(fig, FIGURES / "01_softmax_temperature.png")
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The temperature β decides how peaked the softmax is: small β spreads the
+# weight almost evenly over the keys, large β gives nearly all of it to the best-scoring
+# key, and the order of the weights never changes.
+#
+# <!-- alt: Top: bar chart of the weights of five keys with scores 2, 1, 0.5, 0 and -1
+# for β = 0.25, 1 and 4; at β = 0.25 all bars are near the dashed uniform line at 0.2,
+# at β = 4 key 0 takes about 0.98. Bottom: each key's weight against β on a log axis
+# from 0.01 to 100; all five curves start at 0.2, key 0's rises to 1 and the others fall
+# to 0. -->
+
 # %% [markdown]
 # The top panel shows the same five scores at three values of $\beta$; the bottom panel
 # follows every key's weight as $\beta$ grows a hundredfold each way (the dotted lines

@@ -259,6 +259,16 @@ for width in (64, 1024):
         f"{top_scaled[n]:.2f} scaled"
     )
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Why attention divides by √d_k: the spread of raw dot products grows like
+# √d_k, and without the division the softmax saturates to one-hot as heads get wider;
+# with it, the weights stay equally soft at every width.
+#
+# <!-- alt: Top: log-log plot of the measured standard deviation of q·k against head
+# width d_k from 1 to 1024, lying on the dashed √d_k line from 1 to about 32. Bottom:
+# the largest weight in a row against d_k; the unscaled red curve climbs from 0.22 to
+# 0.96, the scaled blue curve stays flat near 0.24, above the uniform line at 1/16. -->
+
 # %% [markdown]
 # Without the scale, a head of width 64 already puts most of a typical row's weight on a
 # single key, and the share climbs towards 1 as the heads get wider. This happens at the
@@ -272,7 +282,7 @@ for width in (64, 1024):
 # In multi-head attention (notebook 03) the model width `d_model` is cut into
 # `num_heads` heads of width `d_k = d_model // num_heads`, and each head's dot products
 # run over its own `d_k` entries only. Dividing by $\sqrt{d_\text{model}}$ shrinks the
-# scores by an extra factor $\sqrt{\text{num\_heads}}$, and the weights drift towards
+# scores by an extra factor $\sqrt{\text{num_heads}}$, and the weights drift towards
 # uniform. Like the others in this chapter, this bug raises no error.
 
 # %%
@@ -477,6 +487,15 @@ fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8, pad=0.02)
 fig.suptitle("Each row is one query's weights and sums to 1 (grey: masked)")
 save_figure(fig, FIGURES / "02_attention_heatmap.png", bbox_inches="tight")
 plt.show()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** A mask decides which keys each query may see: masked cells get weight
+# exactly zero, and each row's remaining weights still sum to 1.
+#
+# <!-- alt: Three 6-by-6 heatmaps of attention weights, rows queries and columns keys,
+# in shades of blue. No mask: every cell is coloured, strongest on the diagonal. Causal:
+# the cells above the diagonal are grey. Causal with the last two tokens as padding:
+# columns 4 and 5 are grey in every row as well. -->
 
 # %% [markdown]
 # Without a mask, the diagonal stands out: with `Q = K = V` and no learned projections,

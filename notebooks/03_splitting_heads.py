@@ -224,6 +224,15 @@ fig = draw_split(
 save_figure(fig, FIGURES / "03_split_heads.png")
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** split_heads done right: each head keeps all four tokens and takes its own
+# half of the columns of Q.
+#
+# <!-- alt: A 4-by-8 grid Q[0] whose rows are coloured by token (red, blue, green,
+# purple) and whose cells are numbered 0 to 7 by column, cut by a thick vertical line
+# after column 3. Head 0 is a 4-by-4 grid with all four token colours and columns 0 to
+# 3; head 1 has the same four colours and columns 4 to 7. -->
+
 # %% [markdown]
 # Left of the thick line are columns 0 to 3, which go to head 0; right of it are columns
 # 4 to 7, for head 1. In each head the four rows are still the four tokens in order.
@@ -273,6 +282,14 @@ fig = draw_split(
 )
 save_figure(fig, FIGURES / "03_reshape_bug.png")
 plt.show()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** A reshape without the transpose scrambles the tokens: each head gets two
+# whole tokens cut into halves instead of every token's own slice of the columns.
+#
+# <!-- alt: The same 4-by-8 grid Q[0], now cut by a thick horizontal line between tokens
+# 1 and 2. Head 0's rows are red, red, blue, blue with columns 0-3 and 4-7 alternating;
+# head 1's rows are green, green, purple, purple. -->
 
 # %% [markdown]
 # The thick line in `Q` now runs across instead of down: the reshape cuts `Q` in memory

@@ -295,6 +295,15 @@ fig = plot_heads(
 save_figure(fig, FIGURES / "04_attention_heads.png")
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Each head of one untrained layer attends in its own way to the same six
+# tokens: the heads share the input but not their weights.
+#
+# <!-- alt: Four 6-by-6 heatmaps, heads 0 to 3, each cell printed with its weight to two
+# decimals. Head 0 puts most weight on keys 4 and 5, head 1 on key 2 (0.82 and 0.91 in
+# rows 0 and 3), head 2 on key 2 in row 2 (0.88), head 3 on key 2 in rows 1 and 3 (0.95,
+# 0.99). -->
+
 # %% [markdown]
 # How to read it, honestly:
 #
@@ -777,15 +786,24 @@ from mhattn.explorer import explorer
 
 explorer(d_model=64, num_heads=4, seq_len=6, mask="causal")
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The explorer's first frame: four causal heads of an untrained layer, and
+# where the layer moves each of six tokens in a 2-D PCA plane.
+#
+# <!-- alt: Left: four small 6-by-6 causal heatmaps, the upper right triangles grey,
+# head 0 strongest in column 0. Right: a PCA plane with six hollow circles (inputs)
+# clustered on the left and arrows to six filled circles (outputs) spread to the right,
+# labelled 0 to 5. -->
+
 # %% [markdown]
 # ## References
 #
 # - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
 #   Kaiser, Ł. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
 #   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). Section 3.2.2 defines
-#   multi-head attention, $\operatorname{MultiHead}(Q, K, V) =
-#   \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h)
-#   W^O$, with 8 heads of $d_k = 64$ in a $d_\text{model} = 512$ layer.
+#   multi-head attention, $\operatorname{MultiHead}(Q, K, V)$
+#   $= \operatorname{Concat}(\text{head}_1, \dots, \text{head}_h) W^O$, with 8 heads of
+#   $d_k = 64$ in a $d_\text{model} = 512$ layer.
 # - Glorot, X. and Bengio, Y. (2010). *Understanding the difficulty of training deep
 #   feedforward neural networks.* AISTATS 2010, PMLR 9, 249-256. The "Xavier" scale
 #   $\sqrt{2 / (\text{fan}_\text{in} + \text{fan}_\text{out})}$ of section 6, which

@@ -119,6 +119,15 @@ ax = plot_embedding_shift(
 save_figure(ax.figure, FIGURES / "embedding_shift_pca.png")
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Where an untrained layer moves each token, in the one 2-D plane that keeps
+# the most variance of inputs and outputs together (40% here): the arrows are the whole
+# layer's doing, not attention's alone.
+#
+# <!-- alt: Scatter plot of six hollow circles labelled pos 0 to pos 5, each joined by a
+# coloured arrow to a filled circle of the same colour. Most arrows point to the right,
+# from inputs spread over the left half to outputs bunched between x = 0 and x = 7. -->
+
 # %%
 print(
     f"explained variance: component 1 {explained[0]:.1%}, component 2 "
@@ -220,6 +229,15 @@ print(
     f"the centred plane keeps {explained_centred.sum():.1%} of the variance of the 12 "
     "centred vectors"
 )
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Much of what the layer does is one shift shared by all tokens: with each
+# cloud centred, the arrows that remain are what differs from token to token.
+#
+# <!-- alt: Two stacked scatter plots. Top: the same six arrows as before, most pointing
+# right. Bottom, after centring: the arrows point in many directions around a black star
+# where both centres lie, some long (pos 0 up, pos 5 down-left) and some short (pos 4).
+# -->
 
 # %% [markdown]
 # Without the shift, the arrows point every which way, and both clouds sit around the
@@ -380,6 +398,15 @@ plot_embedding_shift(
 )
 save_figure(fig, FIGURES / "05_map_and_mixing.png")
 plt.show()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The layer's two parts taken apart: the linear maps alone already scatter
+# the tokens, and attention's mixing then pulls every token towards a common average.
+#
+# <!-- alt: Two stacked scatter plots. Top: arrows from six inputs near the middle to
+# six projections flung far out, from x = -17 (pos 1) to x = 13 (pos 5) and y = -12 to
+# 14. Bottom: arrows from those projections back inwards to six outputs gathered near a
+# black star marking complete mixing. -->
 
 # %% [markdown]
 # (The star sits at the mean of the hollow circles: a PCA projection is a shift followed
@@ -703,6 +730,14 @@ ax = plot_embedding_shift(
 )
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** With the residual connection each token keeps its input and adds the
+# layer's output: the arrows are shorter and each token stays near where it started.
+#
+# <!-- alt: Scatter plot of six hollow circles, each with a short coloured arrow to a
+# filled circle labelled input + output; the arrows point up and to the right for pos 1,
+# 3 and 4, left for pos 2, right for pos 0, and pos 5's is the shortest. -->
+
 # %% [markdown]
 # ---
 # ## Try it yourself
@@ -720,6 +755,15 @@ plt.show()
 from mhattn.explorer import explorer
 
 explorer(d_model=64, num_heads=4, seq_len=6)
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The explorer's first frame without a mask: every head of an untrained
+# layer and the PCA plane of where it moves six tokens.
+#
+# <!-- alt: Left: four small 6-by-6 heatmaps with no grey cells, head 2 strongest at row
+# 0 key 3 and row 4 key 1. Right: a PCA plane whose six hollow input circles sit in the
+# upper right and whose arrows cross to filled outputs on the left and at the bottom.
+# -->
 
 # %% [markdown]
 # ## References

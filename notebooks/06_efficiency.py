@@ -348,6 +348,14 @@ fig.tight_layout()
 save_figure(fig, FIGURES / "06_memory.png")
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Memory is what the blocked engine saves: all scores at once grow with the
+# square of the sequence, blocks of 64 queries only linearly.
+#
+# <!-- alt: Log-scale line chart of peak memory in MiB against seq_len 128 to 2048: the
+# blue line (all scores at once) climbs from under 1 to about 190 MiB, the orange line
+# (blocks of 64 queries) from 0.2 to 2.5 MiB. -->
+
 # %% [markdown]
 # On a log-log plot a power law is a straight line whose slope is the exponent. Read off
 # the last three points:
@@ -378,9 +386,9 @@ for name, values in peaks.items():
 # The intensities of our kernels need no measurement, only counting. For one float32
 # head block of `rows` queries against `seq_k` keys of width `d_k`:
 #
-# - the scores `q @ k.T` perform $2 \cdot \text{rows} \cdot \text{seq\_k} \cdot d_k$
-#   FLOPs and move `q`, `k` and the scores: $4(\text{rows}\, d_k + \text{seq\_k}\, d_k +
-#   \text{rows}\, \text{seq\_k})$ bytes;
+# - the scores `q @ k.T` perform $2 \cdot \text{rows} \cdot \text{seq_k} \cdot d_k$
+#   FLOPs and move `q`, `k` and the scores: $4(\text{rows}\, d_k + \text{seq_k}\, d_k +
+#   \text{rows}\, \text{seq_k})$ bytes;
 # - one elementwise pass of the softmax (subtract, `exp`, divide) performs about one
 #   operation per score and reads and writes 4 bytes each: $I \approx 1/8$.
 
@@ -638,6 +646,19 @@ right.legend(loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2)
 right.grid(True, which="major", alpha=0.3)
 # not saved to figures/: its numbers differ on every run and every machine
 fig.tight_layout()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Time follows the FLOP count at long sequences, and the roofline shows why:
+# the matrix products run near the compute roof, while the elementwise exp over the
+# scores is held back by memory bandwidth.
+#
+# <!-- alt: Top: log-log chart of milliseconds per forward pass against seq_len 256 to
+# 2048 for the teaching and engine paths at d_model 32 and 256, with dotted FLOP-count
+# lines; every line rises, the engine's dashed lines below the teaching ones. Bottom: a
+# roofline of GFLOP/s against arithmetic intensity, a red memory roof and a green cache
+# roof meeting a flat compute roof near 190; the 512³ product sits on the roof, q @ k.T
+# just below the dotted one-thread line, and the two exp points far down near 0.6
+# GFLOP/s at intensity 0.12. -->
 
 # %% [markdown]
 # How to read them, on any machine:

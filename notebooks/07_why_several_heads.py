@@ -297,6 +297,16 @@ fig.colorbar(image, ax=axes.tolist(), label="mean weight", fraction=0.03, pad=0.
 save_figure(fig, FIGURES / "07_why_several_heads.png")
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** One head must split each row between the two keys the task needs (t - 1
+# and t - 2) and so averages their values; two heads of half the width each take one of
+# them.
+#
+# <!-- alt: Three 16-by-16 heatmaps of mean weights, lower triangles only. 1 head: two
+# medium-blue bands, one and two steps below the diagonal, each about half strength. 2
+# heads: head 0 shows one dark band one step below the diagonal, head 1 one dark band
+# two steps below it. -->
+
 # %% [markdown]
 # ## 7. Why one head fails here, in numbers
 #

@@ -138,6 +138,17 @@ right.legend(fontsize=10, loc="lower left")
 fig.tight_layout()
 plt.show()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The sinusoidal encoding gives each position a unique pattern: early
+# columns oscillate fast with position, later columns slowly, so near positions look
+# alike and far ones differ.
+#
+# <!-- alt: Left: a 64-by-64 red-and-blue heatmap of sinusoidal_encoding, position down
+# and column across; the left columns change colour rapidly from row to row, the right
+# columns form solid vertical stripes. Right: three columns against position: column 0
+# oscillates fast between -1 and 1, column 10 about twice over 64 positions, column 30
+# rises slowly from 0 to 0.75. -->
+
 # %% [markdown]
 # **A fixed offset is a linear map.** The sine and cosine of $pos\,\theta_i$ are a point
 # on a circle; moving $k$ positions on turns it by the angle $k\,\theta_i$, whatever
@@ -244,6 +255,16 @@ right.set(xlabel="offset j - i", ylabel="score",
 right.legend(fontsize=10)
 fig.tight_layout()
 plt.show()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** With RoPE, the score between a rotated query and key depends only on their
+# offset j - i, not on where the pair sits: every diagonal of the score matrix is
+# constant.
+#
+# <!-- alt: Left: a 40-by-40 heatmap of rotated q·k, query position down and key
+# position across, made of red and blue stripes parallel to the diagonal. Right: the
+# score against the offset j - i from -40 to 40, a wavy line falling from about 6 to -2,
+# against a dotted level line near -0.4 for q·k without rotation. -->
 
 # %% [markdown]
 # **The other convention.** RoFormer, and Meta's original Llama code, pair neighbours:
@@ -396,6 +417,14 @@ ax.set(xlabel="position t", ylabel="output, coordinate 0",
        title="a causal head that counts: 1 / (t + 1)")
 fig.tight_layout()
 plt.show()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** A causal head with equal scores averages over what it can see, so its
+# output is 1/(t + 1) at position t: it can tell how far into the sequence it is, with
+# no positional encoding.
+#
+# <!-- alt: Line chart of output coordinate 0 against position t from 0 to 9: dots at 1,
+# 0.5, 0.33, 0.25 and on down to 0.1, a curve falling quickly and then flattening. -->
 
 # %% [markdown]
 # After this layer, every position carries a number that differs from its neighbours': a

@@ -255,6 +255,15 @@ best_h = steps_h[errors_h.argmin()]
 print("the best h lies between 1e-7 and 1e-4:", 1e-7 <= best_h <= 1e-4)
 print("h = 1e-2 is 1000 times worse:", errors_h[-1] > 1000 * errors_h.min())
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The finite-difference check is only as good as its step: too small and
+# rounding dominates, too large and truncation does; the error is smallest near h =
+# ε^(1/3).
+#
+# <!-- alt: Log-log V-shaped line of the worst relative error of 24 entries against step
+# h from 1e-9 to 1e-2: it falls from about 7e-7 to a minimum near 5e-11 at h = 3e-5,
+# just right of a dotted line at ε^(1/3), and rises again to 5e-6. -->
+
 # %% [markdown]
 # The tests go further (`tests/test_grad.py`): every entry, several shapes and masks,
 # grouped queries, and PyTorch's autograd with the same weights, which agrees to
@@ -439,6 +448,17 @@ icl, one_icl = history["icl_score"], one_history["icl_score"]
 print(f"ICL score at step 500: {icl[steps == 500][0]:.1f}; over the last 100 steps: "
       f"{icl[-20:].mean():.1f}; one layer: {one_icl[-20:].mean():.1f}")
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Training the two-layer model: after about 350 steps a phase change, the
+# accuracy jumps above 0.9 as the induction heads form, and the in-context learning
+# score follows a few hundred steps later.
+#
+# <!-- alt: Three line charts against training step 0 to 1200. Cross-entropy falls from
+# above 5 to about 3.4, then drops again near step 450 to about 2.75. Accuracy creeps to
+# 0.25, then jumps to 1 between steps 400 and 550. ICL score stays near -0.1 until step
+# 750, then falls to about -2.6. Grey dotted lines mark chance, orange dashed lines the
+# one-layer model. -->
+
 # %% [markdown]
 # For about 350 steps the model does what one layer can: the loss creeps below $\log 32$
 # and the accuracy up to about a quarter. Then, within 150 steps, the accuracy jumps
@@ -500,6 +520,37 @@ for layer in (0, 1):
     fig = draw_heads(weights_after[layer], n_example, f"layer {layer}, after training")
     plt.show()
     save_figure(fig, FIGURES / f"09_heads_layer{layer}.png")
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure 1 of 4.** Layer 0 before training: the random heads attend mostly to the
+# first few tokens, with no structure that follows the repeated sequence.
+#
+# <!-- alt: Four 32-by-32 lower-triangular heatmaps titled layer 0, before training,
+# heads 0 to 3, with red lines at positions 11 and 22 and an orange dotted diagonal in
+# the second block; the weight is scattered, darkest in the top-left corner. -->
+#
+# **Figure 2 of 4.** Layer 1 before training looks the same: no head follows the orange
+# line where an induction head would look.
+#
+# <!-- alt: Four 32-by-32 lower-triangular heatmaps titled layer 1, before training,
+# heads 0 to 3; scattered pale blue cells, a few dark ones near the top-left, none along
+# the orange dotted line. -->
+#
+# **Figure 3 of 4.** Layer 0 after training: heads 0, 2 and 3 have become previous-token
+# heads, each query looking at the token just before it, while head 1 looks mostly at
+# the current token.
+#
+# <!-- alt: Four 32-by-32 heatmaps titled layer 0, after training; each head shows one
+# dark line along or just below the main diagonal, clear in the first block and blurred
+# after it, and nothing along the orange dotted line. -->
+#
+# **Figure 4 of 4.** Layer 1 after training holds induction heads: in the second copy
+# each query looks at the position after the earlier occurrence of its own token, along
+# the orange line.
+#
+# <!-- alt: Four 32-by-32 heatmaps titled layer 1, after training; in the middle block
+# between the red lines, dark cells follow the orange dotted diagonal in all four heads,
+# most sharply in heads 0 and 3. -->
 
 # %% [markdown]
 # Before training, every head spreads its weight over the past. After training, three
@@ -626,6 +677,16 @@ save_figure(fig, FIGURES / "09_ov_qk_circuits.png")
 diagonal_wins = lambda m: np.mean(m.argmax(axis=1) == np.arange(32))  # noqa: E731
 print(f"on the diagonal: OV {diagonal_wins(ov):.2f}, QK {diagonal_wins(qk):.2f}")
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The induction head's two circuits: its OV circuit copies (attending to a
+# token raises that token's logit) and its QK circuit, read through a previous-token
+# head, matches a query with the key right after an earlier copy of it.
+#
+# <!-- alt: Two 32-by-32 red-and-blue heatmaps. Left, OV circuit of layer 1 head 0,
+# attended token against logit of token: a dark red main diagonal on a pale speckled
+# background. Right, QK via layer-0 head 3, query against token before the key: also a
+# dark red diagonal, on a noisier background with blue cells. -->
+
 # %% [markdown]
 # Both diagonals are bright. The OV circuit copies: attending to a token raises that
 # token's logit. The QK circuit matches: a query of token $a$ scores highest the key
@@ -694,6 +755,16 @@ plt.show()
 save_figure(fig, FIGURES / "09_ablation.png")
 for name, value in accuracies.items():
     print(f"{name:26s} {value:.2f}")
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Ablation: switching off one head costs little because the heads back each
+# other up, but switching off all previous-token heads, or all induction heads, breaks
+# the model.
+#
+# <!-- alt: Horizontal bar chart of accuracy with heads switched off: nothing, and each
+# single head, reach 0.93 to 1.0; the previous-token heads together 0.21 and all of
+# layer 0 0.20, left of the orange dashed one-layer line at 0.31; the induction heads
+# together 0.02, at the dotted chance line. -->
 
 # %% [markdown]
 # Switching off any single head costs little: the previous-token heads back each other

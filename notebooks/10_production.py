@@ -313,6 +313,16 @@ print(
     f"{(kinds > 0).sum()} of {kinds.size} tiles computed, {(kinds == 0).sum()} skipped"
 )
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** How a causal flash kernel tiles the score matrix: tiles above the diagonal
+# are skipped, tiles on it are computed with a mask, and the rest in full, one row of
+# tiles at a time.
+#
+# <!-- alt: A 512-by-512 grid of tiles, 8 rows of 64 queries by 4 columns of 128 keys.
+# Light grey tiles above the diagonal are skipped, light blue tiles on the diagonal
+# partly masked, dark blue tiles below it full; a white arrow in each row runs left to
+# right up to the diagonal. -->
+
 # %% [markdown]
 # ### Memory: one tile, whatever the length
 #
@@ -540,6 +550,16 @@ print(
     f"{cached.sum() / 1e9:.2f} GFLOP ({recompute.sum() / cached.sum():.0f}x fewer)"
 )
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The KV cache turns each new token's cost from the whole causal forward
+# into one row, and doubling its capacity when full keeps the copying at amortised O(1)
+# per token.
+#
+# <!-- alt: Top: log-scale FLOPs for token t against t up to 1024: recomputing rises
+# steeply to about 1.6e9, the KV cache slowly from 5e5 to 1.6e6. Bottom: a staircase of
+# cache capacity doubling at 32, 64 ... 512 tokens, the tokens copied so far just below
+# it, both under a dotted line at twice the tokens. -->
+
 # %% [markdown]
 # The capacity drawn in the bottom panel is the cache's own rule, checked here against a
 # real cache:
@@ -650,6 +670,15 @@ ax.set_title("Llama 2 70B's attention layout: 80 layers, 64 query heads of 128")
 ax.set_xlim(0, 12)
 fig.tight_layout()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Grouped-query attention shrinks the KV cache by the factor of heads it
+# shares: Llama 2 70B's eight KV heads need an eighth of the memory of full multi-head
+# attention.
+#
+# <!-- alt: Horizontal bar chart of the KV cache of one 4096-token sequence in GiB: MHA
+# with 64 KV heads 10.00 GiB, GQA with 8 as published 1.25 GiB, MQA with 1 KV head 0.16
+# GiB. -->
+
 # %% [markdown]
 # ## 5. Cross-attention
 #
@@ -702,6 +731,14 @@ for b, ax in enumerate(axes):
 axes[0].set_ylabel("decoder token (query)")
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.9)
 fig.suptitle("Cross-attention weights (grey: the context's padding)")
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Cross-attention: the decoder's queries read the context's keys, and the
+# context's padding is masked for every query.
+#
+# <!-- alt: Two 4-by-7 heatmaps, decoder token down and context token across. Sequence 0
+# has no grey cells, with its darkest cell at query 2, key 0. Sequence 1 has columns 5
+# and 6 grey in every row. -->
 
 # %% [markdown]
 # ## 6. Attention dropout

@@ -64,6 +64,15 @@ from mhattn.explorer import explorer
 
 explorer()
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The explorer's default state, as a still picture: four heads of an
+# untrained layer over eight tokens with no mask, and where the layer moves each token.
+#
+# <!-- alt: Left: four 8-by-8 heatmaps with no grey cells, mostly pale with a few dark
+# cells such as row 2, key 7 in head 0 and row 6, key 2 in head 1. Right: a PCA plane
+# with eight hollow input circles on the left half and arrows fanning out to eight
+# filled outputs labelled 0 to 7. -->
+
 # %% [markdown]
 # ## Things to try
 #

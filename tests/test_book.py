@@ -63,7 +63,13 @@ spec.loader.exec_module(book_build)
 
 NOTEBOOKS = book_build.chapter_notebooks()
 PAGES = ["index.html", *(f"notebooks/{path.stem}.html" for path in NOTEBOOKS), "references.html",
-         "genindex.html", "search.html"]
+         "accessibility.html", "search.html"]
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": PHONE}
+AXE = ROOT / "build" / "axe"  # axe-core, installed from npm by the accessibility test
+AXE_SCRIPT = AXE / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21aa"]
+PIXEL_CHECKED_BOXES = 3  # code boxes per page whose cue is checked in a screenshot
+CUE_CONTRAST = 6  # how much darker (of 255) the cue's edge of a code box must be than its other edge
 
 
 # ---------------------------------------------------------------- requirements, site, server
@@ -613,26 +619,39 @@ def test_book_tex_to_text_in_search_snippets(browser, site_url):
     assert got == cases
 
 
-def test_book_explorer_shows_its_first_frame(browser, site, site_url):
-    context = browser.new_context(viewport=DESKTOP)
-    page = context.new_page()
-    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url) else route.abort())
-    try:
-        page.goto(site_url + "notebooks/explore.html", wait_until="load")
-        frames = page.locator(".cell_output img")
-        assert frames.count() >= 1, "the explorer's page shows no stored frame"
-        frame = frames.first
-        frame.scroll_into_view_if_needed()
-        assert frame.is_visible()
-        box = frame.bounding_box()
-        assert box["width"] > 300 and box["height"] > 150, box
-        assert frame.evaluate("img => img.naturalWidth") > 0
-        live = page.locator("a", has_text="Run it live")
-        assert live.count() >= 1 and "voila" in live.first.get_attribute("href")
-        text = page.locator("main").inner_text()
-        assert "model_id" not in text and "widget-view" not in text, "widget JSON shown as text"
-    finally:
-        context.close()
+def test_book_explorer_shows_its_first_frame_only_without_javascript(browser, site, site_url):
+    for javascript in (False, True):
+        context = browser.new_context(viewport=DESKTOP, java_script_enabled=javascript)
+        page = context.new_page()
+        page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(site_url) else route.abort())
+        try:
+            page.goto(site_url + "notebooks/explore.html", wait_until="load")
+            frames = page.locator(".cell_output img")
+            assert frames.count() >= 1, "the explorer's page shows no stored frame"
+            frame = frames.first
+            if javascript:  # the live explorer replaces it: one picture, not two
+                page.wait_for_selector("canvas.mhx-heads")
+                assert not frame.is_visible() and not page.locator("a", has_text="Run it live").first.is_visible()
+                continue
+            frame.scroll_into_view_if_needed()
+            assert frame.is_visible()
+            box = frame.bounding_box()
+            assert box["width"] > 300 and box["height"] > 150, box
+            assert frame.evaluate("img => img.naturalWidth") > 0
+            live = page.locator("a", has_text="Run it live")
+            assert live.count() >= 1 and "voila" in live.first.get_attribute("href")
+            text = page.locator("main").inner_text()
+            assert "model_id" not in text and "widget-view" not in text, "widget JSON shown as text"
+            assert "explorer page" not in text.split("Things to try")[0], "the page sends the reader to itself"
+        finally:
+            context.close()
+
+
+def test_book_chapters_4_and_5_link_to_the_explorer_page(site):
+    for prefix in ("04_", "05_"):
+        text = (site / notebook_named(prefix)).read_text(encoding="utf-8")
+        article = text[text.index('<article class="bd-article"'):]
+        assert re.search(r'<a class="reference [a-z]+" href="explore\.html">The book', article), prefix
 
 
 # ---------------------------------------------------------------- the page transform
@@ -700,6 +719,296 @@ def test_book_figure_text_is_measured_as_displayed():
     assert check_figure_text(sizes, meta[:2]) == ["the page shows 3 figures, the notebook has 2"]
 
 
+# ---------------------------------------------------------------- captions and alt text
+
+def figure_problems(notebook, stem):
+    """Figures of a notebook's page without a caption or alt text: ``["Figure N.k: why", ...]``.
+
+    Also returns the alt texts, in page order, for the check that no two figures share one.
+    """
+    page = book_build.for_the_page(notebook, stem, [path.name for path in NOTEBOOKS])
+    problems, alts = [], []
+    for cell in page["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        outputs = cell.get("outputs", [])
+        images = [k for k, output in enumerate(outputs) if book_build.is_image(output)]
+        alt = cell.get("metadata", {}).get("mystnb", {}).get("image", {}).get("alt", "")
+        for k in images:
+            html_caption = outputs[k + 1]["data"].get("text/html", "") if k + 1 < len(outputs) else ""
+            match = re.search(r'<span class="caption-number">(.*?)\.</span>(.*)</p>', html_caption)
+            label = match.group(1) if match else f"image {k} of a cell"
+            if not match or len(match.group(2).split()) < 5:
+                problems.append(f"{label}: no caption that says what it means")
+            if len(images) > 1 or len(alt.split()) < 8:
+                problems.append(f"{label}: no alt text of its own (a cell of {len(images)} figures, alt {alt!r})")
+            alts.append((label, alt))
+    return problems, alts
+
+
+def test_book_every_figure_has_a_caption_and_its_own_alt_text():
+    problems, alts, count = [], {}, 0
+    for path in NOTEBOOKS:
+        found, page_alts = figure_problems(json.loads(path.read_text(encoding="utf-8")), path.stem)
+        problems += [f"{path.name}: {problem}" for problem in found]
+        for label, alt in page_alts:
+            count += 1
+            alts.setdefault(alt, []).append(f"{path.stem} {label}")
+    problems += [f"alt text shared by {', '.join(labels)}" for alt, labels in alts.items() if len(labels) > 1]
+    assert count >= 30, f"only {count} figures found"
+    assert problems == [], "\n".join(problems)
+
+
+def test_book_figure_checker_reports_a_figure_without_caption_or_alt():
+    image = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBOR"}}
+    caption = {"cell_type": "markdown", "metadata": {"tags": ["figure-caption"]},
+               "source": "**Figure 1 of 2.** What the first one means, in a sentence.\n\n"
+                         "<!-- alt: What a reader sees in the first one, told in enough words. -->"}
+    notebook = {"metadata": {}, "nbformat": 4, "nbformat_minor": 5, "cells": [
+        {"cell_type": "code", "metadata": {}, "source": "draw()", "outputs": [image, image], "execution_count": 1},
+        caption,
+        {"cell_type": "code", "metadata": {}, "source": "draw()", "outputs": [image], "execution_count": 2},
+    ]}
+    problems, alts = figure_problems(notebook, "03_x")
+    assert problems == ["Figure 3.2: no caption that says what it means",
+                        "Figure 3.2: no alt text of its own (a cell of 1 figures, alt '')",
+                        "Figure 3.3: no caption that says what it means",
+                        "Figure 3.3: no alt text of its own (a cell of 1 figures, alt '')"]
+    assert alts[0] == ("Figure 3.1", "What a reader sees in the first one, told in enough words.")
+    page = book_build.for_the_page(notebook, "03_x")
+    assert [cell["cell_type"] for cell in page["cells"]] == ["code", "code", "code"]  # the caption cell went
+    assert page["cells"][1]["metadata"]["tags"] == ["remove-input"]  # the second figure, cut off on its own
+
+
+# ---------------------------------------------------------------- on a phone: figures, code
+
+FIGURE_ON_SCREEN = """button => { const img = button.querySelector('img');
+    return {natural: img.naturalWidth, displayed: img.getBoundingClientRect().width}; }"""
+ZOOM_STATE = """() => { const view = document.querySelector('.figure-zoom-view');
+    if (!view || view.hidden) return null;
+    const box = view.getBoundingClientRect();
+    return {scale: window.mhattnFigureZoom.scale(), role: view.getAttribute('role'),
+            covers: box.left <= 0 && box.top <= 0 && box.right >= innerWidth && box.bottom >= innerHeight,
+            focusInside: view.contains(document.activeElement)}; }"""
+
+
+def check_phone_figures(page, metadata):
+    """Figures whose smallest text is below MIN_TEXT_PX on the phone, both as shown and after one tap.
+
+    Each figure too small as shown is opened from the keyboard (focus, Enter): the full-size view
+    must cover the screen, hold the focus, show the text at >= MIN_TEXT_PX, close on Escape and
+    give the focus back to the figure.
+    """
+    buttons = page.locator(".bd-article button.figure-zoom")
+    if buttons.count() != len(metadata):
+        return [f"{buttons.count()} zoomable figures on the page, {len(metadata)} in the notebook"]
+    problems, opened = [], 0
+    for index, meta in enumerate(metadata, start=1):
+        button = buttons.nth(index - 1)
+        if not button.is_visible():
+            continue  # inside a closed fold
+        size = button.evaluate(FIGURE_ON_SCREEN)
+        smallest = meta.get("mhattn", {}).get("min_font_px", 0.0)
+        if smallest * size["displayed"] / max(size["natural"], 1) >= MIN_TEXT_PX:
+            continue
+        button.focus()
+        page.keyboard.press("Enter")
+        page.wait_for_timeout(50)
+        state = page.evaluate(ZOOM_STATE)
+        if state is None:
+            problems.append(f"figure {index}: too small on the phone and Enter opens no full-size view")
+            continue
+        opened += 1
+        if state["role"] != "dialog" or not state["covers"] or not state["focusInside"]:
+            problems.append(f"figure {index}: the full-size view is not a full-screen dialog with the focus: {state}")
+        if smallest * state["scale"] < MIN_TEXT_PX:
+            problems.append(f"figure {index}: smallest text {smallest * state['scale']:.1f} px after one tap")
+        page.keyboard.press("Escape")
+        if page.evaluate(ZOOM_STATE) is not None:
+            problems.append(f"figure {index}: Escape does not close the full-size view")
+        elif not button.evaluate("b => document.activeElement === b"):
+            problems.append(f"figure {index}: the focus does not come back to the figure")
+    return problems
+
+
+CODE_BOXES = """() => [...document.querySelectorAll('.bd-article div.highlight pre')].map((pre, index) => ({
+    index, visible: pre.checkVisibility(), overflows: pre.scrollWidth > pre.clientWidth + 1,
+    cue: getComputedStyle(pre).backgroundImage, attached: getComputedStyle(pre).backgroundAttachment}))"""
+
+
+def edge_brightness(image, width, height):
+    """Mean grey level (0-255) of a narrow strip at the left and at the right edge of a box's image.
+
+    ``width`` and ``height``: the box's inside, without its scrollbars. Only the middle of its
+    height is read (the page's sticky header may cover the top of a tall box's screenshot).
+    """
+    strip, rows = max(2, min(8, width // 20)), min(image.height, max(1, height))
+    top, bottom = rows // 3, max(rows // 3 + 1, 2 * rows // 3)
+
+    def mean(left):
+        box = image.crop((left, top, left + strip, bottom))
+        return sum(box.histogram()[v] * v for v in range(256)) / (strip * (bottom - top))
+
+    return mean(1), mean(min(width, image.width) - strip - 1)
+
+
+def check_code_cues(page):
+    """Code boxes that scroll sideways on the phone with no visible cue at the edge where code hides.
+
+    Every such box must declare the cue (covers that scroll with the text and two edge shadows that
+    stay with the box: four gradients in its background, two of them attached with ``scroll``);
+    on the first PIXEL_CHECKED_BOXES of the page the cue is also seen: with the text made
+    transparent and the box scrolled to its start, its right edge must be drawn darker than its
+    left edge (the shadow of the hidden part).
+    """
+    from io import BytesIO
+
+    from PIL import Image
+
+    boxes = [box for box in page.evaluate(CODE_BOXES) if box["visible"] and box["overflows"]]
+    problems = [f"code box {box['index']} scrolls sideways with no cue declared (background: {box['cue']})"
+                for box in boxes if box["cue"].count("gradient") < 4 or box["attached"].count("scroll") < 2]
+    boxes = boxes[:PIXEL_CHECKED_BOXES]  # a screenshot each: the first few of the page are enough
+    if not boxes:
+        return problems
+    page.add_style_tag(content=".bd-article pre, .bd-article pre * { color: transparent !important; "
+                               "text-shadow: none !important; }")
+    for box in boxes:
+        pre = page.locator(".bd-article div.highlight pre").nth(box["index"])
+        pre.evaluate("pre => { pre.scrollLeft = 0; }")
+        pre.scroll_into_view_if_needed()
+        box_on_screen = pre.evaluate("""pre => { const r = pre.getBoundingClientRect();
+            const top = Math.max(r.top, 0), bottom = Math.min(r.top + pre.clientHeight, innerHeight);
+            return {x: r.left, y: top, width: pre.clientWidth, height: Math.max(bottom - top, 1)}; }""")
+        image = Image.open(BytesIO(page.screenshot(clip=box_on_screen))).convert("L")  # what the reader sees
+        left, right = edge_brightness(image, box_on_screen["width"], box_on_screen["height"])
+        if left - right < CUE_CONTRAST:
+            text = pre.inner_text()[:40].replace("\n", " ")
+            problems.append(f"code box {box['index']} scrolls sideways with no cue at its edge "
+                            f"({left:.0f} vs {right:.0f}): {text!r}")
+    return problems
+
+
+def open_on_phone(browser, url, touch=False):
+    context = browser.new_context(viewport=PHONE, device_scale_factor=1, has_touch=touch)
+    page = context.new_page()
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith(url.split("/notebooks")[0])
+               or route.request.url.startswith("data:") else route.abort())
+    page.goto(url, wait_until="load", timeout=PAGE_SECONDS * 1000)
+    page.wait_for_function("() => window.mhattnFigureZoom !== undefined", timeout=PAGE_SECONDS * 1000)
+    return context, page
+
+
+@pytest.mark.parametrize("name", [f"notebooks/{path.stem}.html" for path in NOTEBOOKS])
+def test_book_figures_and_code_read_on_a_phone(browser, site_url, name):
+    context, page = open_on_phone(browser, site_url + name)
+    try:
+        problems = check_phone_figures(page, image_metadata(notebook_of(name), Path(name).stem))
+        problems += check_code_cues(page)
+    finally:
+        context.close()
+    assert problems == [], f"{name}:\n" + "\n".join(problems)
+
+
+def test_book_a_tap_opens_a_figure_and_a_tap_closes_it(browser, site_url):
+    context, page = open_on_phone(browser, site_url + notebook_named("02_"), touch=True)
+    try:
+        button = page.locator(".bd-article button.figure-zoom").first
+        button.scroll_into_view_if_needed()
+        button.tap()
+        page.wait_for_timeout(50)
+        opened = page.evaluate(ZOOM_STATE)
+        page.locator(".figure-zoom-pane").tap()
+        closed = page.evaluate(ZOOM_STATE)
+    finally:
+        context.close()
+    assert opened is not None and opened["scale"] == 1 and opened["covers"], opened
+    assert closed is None
+
+
+def test_book_phone_checkers_report_small_figures_and_code_without_a_cue(browser, broken_site):
+    """On the broken copy, the zoom script is gone and code boxes lost their shadows."""
+    name = notebook_named("02_")
+    with serve(broken_site["folder"]) as url:
+        context = browser.new_context(viewport=PHONE, device_scale_factor=1)
+        page = context.new_page()
+        page.goto(url + name, wait_until="load")
+        try:
+            problems = check_phone_figures(page, image_metadata(notebook_of(name), Path(name).stem))
+            cues = check_code_cues(page)
+        finally:
+            context.close()
+    assert problems and problems[0].startswith("0 zoomable figures on the page"), problems
+    assert any("no cue declared" in problem for problem in cues), cues
+    assert any("no cue at its edge" in problem for problem in cues), cues  # and none is seen
+
+
+# ---------------------------------------------------------------- axe-core, every page, both sizes
+
+@pytest.fixture(scope="session")
+def axe():
+    """axe-core's script, installed from the npm registry into build/axe when it is missing."""
+    if not AXE_SCRIPT.is_file():
+        npm = shutil.which("npm")
+        require(None if npm else "npm not found: axe-core is installed from the npm registry (apt-get install npm)")
+        import subprocess
+
+        AXE.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([npm, "install", "--prefix", str(AXE), "--no-audit", "--no-fund", "axe-core"],
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode != 0 or not AXE_SCRIPT.is_file():
+            require(f"npm could not install axe-core: {done.stderr.strip()[-300:]}")
+    return AXE_SCRIPT
+
+
+AXE_RUN = """async tags => { const result = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+    return result.violations.filter(v => ['serious', 'critical'].includes(v.impact)).map(v =>
+        `${v.impact} ${v.id}: ${v.help} (${v.nodes.length}: `
+        + `${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')})`); }"""
+
+
+def axe_violations(browser, url, size, axe_script, screenshot=None):
+    """axe-core's serious and critical violations on one page at one size (each as one line)."""
+    context = browser.new_context(viewport=size, device_scale_factor=1)
+    page = context.new_page()
+    origin = "{0.scheme}://{0.netloc}/".format(urlsplit(url))
+    page.route("**/*", lambda route: route.continue_() if route.request.url.startswith((origin, "data:"))
+               else route.abort())
+    try:
+        page.goto(url, wait_until="load", timeout=PAGE_SECONDS * 1000)
+        if page.locator(".math").count():
+            page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                                   timeout=PAGE_SECONDS * 1000)
+            page.evaluate("() => MathJax.startup.promise")
+        page.add_script_tag(path=str(axe_script))
+        violations = page.evaluate(AXE_RUN, AXE_TAGS)
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(screenshot))
+    finally:
+        context.close()
+    return violations
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("name", PAGES)
+def test_book_axe_finds_no_serious_violation(browser, site_url, axe, name, size):
+    shot = SCREENSHOTS / f"{name.replace('/', '__').replace('.html', '')}-axe-{size}.png"
+    violations = axe_violations(browser, site_url + name, SIZES[size], axe, shot)
+    assert violations == [], f"{name} at {size}:\n" + "\n".join(violations)
+
+
+def test_book_axe_reports_a_page_with_violations(browser, axe, tmp_path):
+    page = tmp_path / "bad.html"
+    page.write_text('<html lang="en"><body><p style="color:#bbb;background:#fff">faint text</p>'
+                    '<button></button><img src="data:image/gif;base64,R0lGODlhAQABAAAAACw="></body></html>',
+                    encoding="utf-8")
+    with serve(tmp_path) as url:
+        violations = axe_violations(browser, url + "bad.html", PHONE, axe)
+    found = {line.split(":")[0].split()[1] for line in violations}
+    assert {"color-contrast", "button-name", "image-alt"} <= found, violations
+
+
 # ---------------------------------------------------------------- a deliberately broken copy
 
 BROKEN_CSS = """
@@ -708,6 +1017,7 @@ BROKEN_CSS = """
 .bd-article .cell_input pre { overflow-x: hidden !important; }             /* code cut off */
 .bd-article .cell_output pre::-webkit-scrollbar { display: none; }         /* no visible scrollbar */
 .bd-article code.literal span.pre { white-space: nowrap !important; }      /* inline code too long for a phone */
+.bd-article div.highlight pre { background: none !important; }            /* code boxes without their cue */
 """
 
 
@@ -742,6 +1052,9 @@ def broken_site(site, tmp_path_factory):
     search = broken / "search.html"
     text = search.read_text(encoding="utf-8")
     search.write_text(re.sub(r'<script src="_static/search-snippets\.js[^"]*"></script>', "", text), encoding="utf-8")
+    zoom = broken / notebook_named("02_")  # figures that no tap opens full size
+    text = zoom.read_text(encoding="utf-8")
+    zoom.write_text(re.sub(r'<script src="\.\./_static/figure-zoom\.js[^"]*"></script>', "", text), encoding="utf-8")
     return {"folder": broken, "image": image}
 
 

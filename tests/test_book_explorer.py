@@ -19,6 +19,7 @@ import base64
 import importlib.util
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -286,3 +287,62 @@ def test_the_built_book_page_runs_the_explorer(browser, model, tmp_path):
         problems, _ = check_controls(page, model, [("mask", "causal"), ("trained", "1")])
         page.context.close()
     assert problems == []
+
+
+# ---------------------------------------------------------------- keyboard, touch, readouts
+
+MIN_TARGET_PX = 24  # WCAG 2.2, 2.5.8: the smallest touch target
+
+
+def test_the_explorer_works_from_the_keyboard_alone(browser, site, model):
+    with serve(site) as url:
+        page = open_page(browser, url + "explorer.html", url)
+        controls = page.locator("[data-control]")
+        wanted = {controls.nth(k).get_attribute("data-control") for k in range(controls.count())
+                  if controls.nth(k).is_visible()}
+        reached, rings = set(), []
+        page.locator("h1").click()
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            focused = page.evaluate("""() => { const e = document.activeElement, s = getComputedStyle(e);
+                return [e.dataset.control || null, s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) >= 2]; }""")
+            if focused[0]:
+                reached.add(focused[0])
+                rings.append(focused)
+        before = page.evaluate("() => window.__explorerFrame")
+        page.locator("[data-control=seqLen]").focus()
+        page.keyboard.press("ArrowRight")
+        after = page.evaluate("() => window.__explorerFrame")
+        sizes = page.evaluate("""() => [...document.querySelectorAll('.mhx [data-control]')]
+            .filter(e => e.checkVisibility()).map(e => [e.dataset.control, e.getBoundingClientRect().height])""")
+        problems = frame_problems(after, model) + page.problems
+        page.context.close()
+    assert wanted <= reached, f"Tab never reaches {sorted(wanted - reached)}"
+    assert all(ring for _, ring in rings), f"no visible focus ring on {[name for name, ring in rings if not ring]}"
+    assert after["state"]["seq_len"] == before["state"]["seq_len"] + 1 and after["redraws"] == before["redraws"] + 1
+    assert problems == []
+    assert [name for name, height in sizes if height < MIN_TARGET_PX] == [], sizes
+
+
+def test_the_readout_shows_each_row_sum_and_a_cell_its_weight(browser, site, model):
+    with serve(site) as url:
+        page = open_page(browser, url + "explorer.html", url)
+        set_control(page, "mask", "padding")
+        js = page.evaluate("() => window.__explorerFrame")
+        readout = page.inner_text(".mhx-readout")
+        panel, (i, j) = js["panels"][1], (3, 1)
+        box = page.locator("canvas.mhx-heads").bounding_box()
+        page.mouse.move(box["x"] + panel["x"] + (j + 0.5) * panel["cell"],
+                        box["y"] + panel["y"] + (i + 0.5) * panel["cell"])
+        cell = page.evaluate("() => window.__explorerCell")
+        text = page.inner_text(".mhx-cell")
+        page.context.close()
+    weights = compute_frame(state_of(js["state"]), model).weights  # (heads, n, n)
+    sums = weights.sum(axis=-1)
+    for head, row in enumerate(sums):  # the readout prints every row's sum, to 2 decimals
+        assert f"row sums, head {head}: " + " ".join(f"{v:.2f}" for v in row) in readout
+    assert cell["head"] == 1 and (cell["i"], cell["j"]) == (i, j)
+    assert abs(cell["weight"] - weights[1, i, j]) <= TOLERANCE and abs(cell["rowSum"] - sums[1, i]) <= TOLERANCE
+    shown = re.search(r"weight ([0-9.e+-]+).*sums to ([0-9.e+-]+)", text)  # printed to 6 significant digits
+    assert shown, text
+    assert abs(float(shown.group(1)) - weights[1, i, j]) <= 1e-6 and abs(float(shown.group(2)) - sums[1, i]) <= 1e-5

@@ -13,7 +13,7 @@
     return choices;
   }
 
-  function parseTokens(text, longest) {  // mhattn.learn.model.encode_letters + the explorer's length rule
+  function parseTokens(text, longest) {  // mhattn.explorer.frame.parse_tokens (mhattn.learn.model.encode_letters)
     const letters = text.toLowerCase().replace(/\s+/g, "");
     const bad = [...new Set(letters.split("").filter((c) => !LETTERS.includes(c)))].sort();
     if (bad.length) return { error: `tokens must hold only letters a-z and spaces; got ${bad.join(" ")}` };
@@ -23,7 +23,7 @@
     return { ids: letters.split("").map((c) => LETTERS.indexOf(c)) };
   }
 
-  function randomTokens(data, seed, seqLen, dModel) {  // the shipped default_rng([seed, b + 1]) streams
+  function randomTokens(data, seed, seqLen, dModel) {  // mhattn.explorer.frame.random_tokens, shipped
     const key = String(seed);
     if (!cache.tokens[key]) cache.tokens[key] = data.random.tokens[key].map(M.decode);
     return cache.tokens[key].map((stream) => stream.subarray(0, seqLen * dModel));
@@ -76,7 +76,7 @@
       real: range(n).map(() => true), tokens, predictions, scores: scores(shownWeights, tokens) };
   }
 
-  function scores(weights, tokens) {  // mhattn.learn.circuits.previous_token_score and prefix_matching_score
+  function scores(weights, tokens) {  // mhattn.learn.circuits.previous_token_score and mhattn.learn.circuits.prefix_matching_score
     const n = tokens.length;
     const previous = weights.map((w) => { let s = 0; for (let t = 1; t < n; t++) s += w[t][t - 1]; return s / (n - 1); });
     const matching = weights.map((w) => {

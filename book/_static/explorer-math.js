@@ -45,7 +45,7 @@
 
   const streams = {};  // seed -> the first 4 * 64 * 64 numbers of RandomState(seed).randn
 
-  /* MultiHeadAttention(d_model, num_heads, seed): W_qkv, then W_o, from one stream of
+  /* mhattn.MultiHeadAttention(d_model, num_heads, seed): W_qkv, then W_o, from one stream of
      standard normals times sqrt(2 / d_model). Every d_model reads a prefix of the same stream. */
   function layerWeights(dModel, seed, widest) {
     if (!streams[seed]) {
@@ -83,7 +83,8 @@
     return out;
   }
 
-  /* One sequence through MultiHeadAttention: x (n, d) -> output (n, d) and weights[h][i][j].
+  /* One sequence through mhattn.MultiHeadAttention.forward (mhattn.scaled_dot_product_attention):
+     x (n, d) -> output (n, d) and weights[h][i][j].
      allowed(i, j) says whether query i may see key j. */
   function attention(x, n, d, numHeads, W, allowed, ropeBase) {
     const dk = d / numHeads, qkv = matmul(x, n, d, W.Wqkv, 3 * d), root = Math.sqrt(dk);
@@ -225,7 +226,7 @@
     }
   }
 
-  /* mhattn.embedding_shift_2d: inputs and outputs (n, d) in one 2-D PCA plane, each component's
+  /* mhattn.pictures.embedding_shift.embedding_shift_2d: inputs and outputs (n, d) in one 2-D PCA plane, each component's
      largest-magnitude loading positive. */
   function pca2d(inputs, outputs, n, d) {
     const m = 2 * n, X = new Float64Array(m * d);

@@ -1,7 +1,9 @@
 /* The live explorer on the book's page: controls that redraw every head's attention weights and
    the PCA picture in the browser, from the numbers of explorer-frame.js. No server, no network.
-   Fills <div id="mhattn-live-explorer"> (if the page has one). For tests, the numbers of the last
-   drawing are in window.__explorerFrame. */
+   Fills <div id="mhattn-live-explorer"> (if the page has one) and hides the page's still frame
+   (a cell tagged mhattn-still-frame). Pointing at a heatmap's cell reads out its weight and its
+   row's sum. For tests, the numbers of the last drawing are in window.__explorerFrame, the
+   cell read last in window.__explorerCell. */
 (function (ns) {
   "use strict";
   const ROOT_ID = "mhattn-live-explorer";
@@ -47,13 +49,16 @@
     const trained = element("div", { class: "mhx-group", "data-group": "trained" }, [
       labelled("tokens", c.tokens), labelled("layer", c.layer), labelled("positions", c.positions)]);
     const readout = element("div", { class: "mhx-readout" });
+    const cell = element("p", { class: "mhx-cell", "aria-live": "polite" },
+      ["Point at a cell of a heatmap (or tap it) to read its exact weight and its row's sum."]);
     const heads = element("canvas", { class: "mhx-heads", role: "img", "aria-label": "attention weights per head" });
     const pca = element("canvas", { class: "mhx-pca", role: "img", "aria-label": "PCA of inputs and outputs" });
     root.replaceChildren(element("div", { class: "mhx" }, [
       element("p", { class: "mhx-lead" }, ["Live in this page: move a control and the pictures redraw in your "
         + "browser, from the chapter's own weights and random streams (no kernel, nothing downloaded)."]),
-      labelled("weights", c.trained), untrained, trained, readout, element("div", { class: "mhx-pictures" }, [heads, pca])]));
-    return { c, seqLenShown, untrained, trained, readout, heads, pca };
+      labelled("weights", c.trained), untrained, trained, readout, cell,
+      element("div", { class: "mhx-pictures" }, [heads, pca])]));
+    return { c, seqLenShown, untrained, trained, readout, cell, heads, pca };
   }
 
   function start(root, data) {
@@ -91,10 +96,30 @@
       } else {
         lines.push(`seq_len=${n} · num_heads=${numHeads} · d_k=${s.d_model / numHeads} · mask=${s.mask}`
           + ` · positions=${s.positions} · seed=${s.seed}`);
+        frame.rowSums.forEach((sums, h) => lines.push(`row sums, head ${h}: ${f2(sums)}`));
       }
       ui.readout.replaceChildren(...lines.map((line, i) => element("code",
         { class: i === 0 && s.note ? "mhx-note" : "" }, [line])));
     }
+
+    let last = null;  // the frame and panels drawn last, for the cell readout
+
+    function pointAt(event) {  // the cell under the pointer: its exact weight and its row's sum
+      if (!last) return;
+      const box = ui.heads.getBoundingClientRect(), x = event.clientX - box.left, y = event.clientY - box.top;
+      last.panels.forEach((panel, h) => {
+        const i = Math.floor((y - panel.y) / panel.cell), j = Math.floor((x - panel.x) / panel.cell);
+        const n = last.frame.labels.length;
+        if (i < 0 || j < 0 || i >= n || j >= n) return;
+        const row = last.frame.weights[h][i], sum = row.reduce((a, b) => a + b, 0);
+        const masked = last.frame.allowed[i][j] ? "" : " (masked)";
+        ui.cell.textContent = `head ${h}, query ${last.frame.labels[i]}, key ${last.frame.labels[j]}: `
+          + `weight ${row[j].toPrecision(6)}${masked}; row ${last.frame.labels[i]} sums to ${sum.toPrecision(6)}`;
+        window.__explorerCell = { head: h, i, j, weight: row[j], rowSum: sum };
+      });
+    }
+    ui.heads.addEventListener("pointermove", pointAt);
+    ui.heads.addEventListener("pointerdown", pointAt);
 
     function redraw() {
       const started = performance.now(), s = state();
@@ -115,11 +140,14 @@
       const total = 100 * (frame.explained[0] + frame.explained[1]);
       const plane = ns.draw.drawPca(ui.pca, frame, [`where ${what}`, `(PCA: ${total.toFixed(0)}% of the variance)`],
         pcaWidth);
+      frame.rowSums = frame.weights.map((w) => w.map((row) => row.reduce((a, b) => a + b, 0)));
       readout(s, frame);
+      last = { frame, panels };
       redraws += 1;
       window.__explorerFrame = { state: s, weights: frame.weights.map((w) => w.map((row) => Array.from(row))),
         allowed: frame.allowed, inputs_2d: frame.inputs2d, outputs_2d: frame.outputs2d, explained: frame.explained,
         labels: frame.labels, real: frame.real, predictions: frame.predictions, scores: frame.scores, panels, plane,
+        row_sums: frame.rowSums,
         redraws, ms: performance.now() - started };
     }
 
@@ -136,7 +164,10 @@
 
   function init() {
     const root = document.getElementById(ROOT_ID);
-    if (root && window.MHATTN_EXPLORER) start(root, window.MHATTN_EXPLORER);
+    if (!root || !window.MHATTN_EXPLORER) return;
+    start(root, window.MHATTN_EXPLORER);
+    // the stored still frame and its note are for renderers without JavaScript
+    document.querySelectorAll(".tag_mhattn-still-frame").forEach((cell) => { cell.hidden = true; cell.style.display = "none"; });
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

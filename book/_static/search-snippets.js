@@ -1,4 +1,4 @@
-/* Search results: show math as readable text, not as raw TeX.
+/* Search results: snippets of the chapter's text, with math as readable text, not raw TeX.
  *
  * Sphinx's search (searchtools.js) cuts its snippets out of the result page's HTML, where
  * math is still TeX source (MathJax typesets it only when the page itself is shown):
@@ -60,6 +60,13 @@
     const original = Search.htmlToText;
     const wrapped = (htmlString, anchor) => {
       const page = new DOMParser().parseFromString(htmlString, "text/html");
+      // Sphinx cuts snippets from [role="main"], which this theme puts around its own header
+      // buttons (download, launch, colour mode) too: the chapter's text is the article.
+      const article = page.querySelector("article.bd-article");
+      if (article) {
+        page.querySelectorAll('[role="main"]').forEach((element) => element.removeAttribute("role"));
+        article.setAttribute("role", "main");
+      }
       page.querySelectorAll(".math").forEach((element) => {
         element.textContent = " " + texToText(element.textContent) + " ";
       });
