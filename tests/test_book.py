@@ -284,6 +284,7 @@ FIGURE_SIZES = """() => [...document.querySelectorAll('.bd-article .cell_output 
     src: img.getAttribute('src'),
     natural: img.naturalWidth,
     displayed: img.getBoundingClientRect().width,
+    shown: img.checkVisibility(),  // the explorer page's still frame is hidden while the live one runs
 }))"""
 
 PAGE_OVERFLOW = """() => {
@@ -323,6 +324,8 @@ def check_figure_text(sizes, metadata):
     problems = []
     for index, (size, meta) in enumerate(zip(sizes, metadata, strict=True), start=1):
         recorded = meta.get("mhattn", {})
+        if not size.get("shown", True):
+            continue  # not on the screen: nothing to read
         if "min_font_px" not in recorded:
             problems.append(f"figure {index}: no recorded text size (refresh the notebook with notebooks/refresh.sh)")
             continue
