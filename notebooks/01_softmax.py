@@ -41,6 +41,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import softmax
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.source import show_source
 
@@ -367,38 +368,28 @@ plt.show()
 global_max_prediction = ...  # e.g. np.array([[0.5, 0.5], [0.5, 0.5]])
 
 
-# %%
+# %% jupyter={"source_hidden": true}
+@exercise(1, crash_hint=(
+    "Write it as np.array([[a, b], [c, d]]), with np.nan where needed."
+))
 def check_exercise_1(prediction):
-    try:
-        if prediction is ...:
-            return (
-                "Exercise 1: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        x = np.array([[2.0, 1.0], [-1000.0, -1001.0]])
-        with np.errstate(all="ignore"):  # the nan is the point: no warning
-            e = np.exp(x - x.max())
-            truth = e / e.sum(axis=-1, keepdims=True)
-        prediction = np.asarray(prediction, dtype=float)
-        assert prediction.shape == (2, 2), (
-            "the answer should be a 2 x 2 array (one row per row of x); got "
-            f"{prediction.shape}"
-        )
-        assert np.allclose(prediction[0], truth[0], atol=0.01), (
-            "row 0 is off. The maximum of the whole array is 2.0, which is also row "
-            "0's own maximum: row 0 gets the ordinary softmax of [2, 1]"
-        )
-        assert np.isnan(prediction[1]).all(), (
-            "row 1 is off. x - x.max() puts it at [-1002, -1003], and exp of anything "
-            "below about -745 rounds to exactly 0 in float64: what is 0 / 0?"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 1: your answer raised {type(error).__name__}: {error}. Write it "
-            "as np.array([[a, b], [c, d]]), with np.nan where needed."
-        ) from None
-    return "Exercise 1: correct."
+    x = np.array([[2.0, 1.0], [-1000.0, -1001.0]])
+    with np.errstate(all="ignore"):  # the nan is the point: no warning
+        e = np.exp(x - x.max())
+        truth = e / e.sum(axis=-1, keepdims=True)
+    prediction = np.asarray(prediction, dtype=float)
+    assert prediction.shape == (2, 2), (
+        "the answer should be a 2 x 2 array (one row per row of x); got "
+        f"{prediction.shape}"
+    )
+    assert np.allclose(prediction[0], truth[0], atol=0.01), (
+        "row 0 is off. The maximum of the whole array is 2.0, which is also row "
+        "0's own maximum: row 0 gets the ordinary softmax of [2, 1]"
+    )
+    assert np.isnan(prediction[1]).all(), (
+        "row 1 is off. x - x.max() puts it at [-1002, -1003], and exp of anything "
+        "below about -745 rounds to exactly 0 in float64: what is 0 / 0?"
+    )
 
 
 print(check_exercise_1(global_max_prediction))
@@ -431,54 +422,45 @@ def my_softmax(x, axis=-1):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "Did every reduction keep its axis (keepdims=True), so that it broadcasts "
+    "against x?"
+))
 def check_exercise_2(function):
-    try:
-        small = np.random.default_rng(1).normal(size=(2, 3, 4))
-        if function(small) is ...:
-            return (
-                "Exercise 2: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        for axis in (-1, 0, 1):
-            got = np.asarray(function(small, axis=axis))
-            assert got.shape == small.shape, (
-                f"axis={axis}: the shape changed from {small.shape} to {got.shape}"
-            )
-            assert np.allclose(got.sum(axis=axis), 1.0), (
-                f"axis={axis}: the weights along axis {axis} do not sum to one. Does "
-                "every reduction use the same axis, with keepdims=True?"
-            )
-            # safe on small scores
-            naive = np.exp(small) / np.exp(small).sum(axis=axis, keepdims=True)
-            assert np.allclose(got, naive), (
-                f"axis={axis}: the values differ from the softmax formula"
-            )
-        with np.errstate(
-            all="ignore"
-        ):  # let the asserts, not warnings, report an overflow
-            rows = np.asarray(function(np.array([[2.0, 1.0], [-1000.0, -1001.0]])))
-            huge = np.asarray(function(small * 1000 + 5000))
-        assert np.isfinite(rows).all() and np.allclose(rows[1], rows[0]), (
-            f"exercise 1's array gave {rows.tolist()}: subtract the maximum of each "
-            "slice (along axis), not of the whole array"
+    small = np.random.default_rng(1).normal(size=(2, 3, 4))
+    not_yet(function(small))
+    for axis in (-1, 0, 1):
+        got = np.asarray(function(small, axis=axis))
+        assert got.shape == small.shape, (
+            f"axis={axis}: the shape changed from {small.shape} to {got.shape}"
         )
-        assert np.isfinite(huge).all(), (
-            "scores in the thousands gave inf or nan: did an exp overflow?"
+        assert np.allclose(got.sum(axis=axis), 1.0), (
+            f"axis={axis}: the weights along axis {axis} do not sum to one. Does "
+            "every reduction use the same axis, with keepdims=True?"
         )
-        assert np.allclose(huge, function(small * 1000)), (
-            "adding a constant to every score changed the weights"
+        # safe on small scores
+        naive = np.exp(small) / np.exp(small).sum(axis=axis, keepdims=True)
+        assert np.allclose(got, naive), (
+            f"axis={axis}: the values differ from the softmax formula"
         )
-        assert np.asarray(function(small.astype(np.float32))).dtype == np.float32, (
-            "float32 scores must give float32 weights"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
-            "Did every reduction keep its axis (keepdims=True), so that it broadcasts "
-            "against x?"
-        ) from None
-    return "Exercise 2: correct."
+    with np.errstate(
+        all="ignore"
+    ):  # let the asserts, not warnings, report an overflow
+        rows = np.asarray(function(np.array([[2.0, 1.0], [-1000.0, -1001.0]])))
+        huge = np.asarray(function(small * 1000 + 5000))
+    assert np.isfinite(rows).all() and np.allclose(rows[1], rows[0]), (
+        f"exercise 1's array gave {rows.tolist()}: subtract the maximum of each "
+        "slice (along axis), not of the whole array"
+    )
+    assert np.isfinite(huge).all(), (
+        "scores in the thousands gave inf or nan: did an exp overflow?"
+    )
+    assert np.allclose(huge, function(small * 1000)), (
+        "adding a constant to every score changed the weights"
+    )
+    assert np.asarray(function(small.astype(np.float32))).dtype == np.float32, (
+        "float32 scores must give float32 weights"
+    )
 
 
 print(check_exercise_2(my_softmax))
@@ -518,41 +500,30 @@ def my_logsumexp(x):
 
 
 # %%
+@exercise(3, crash_hint="my_logsumexp takes a 1-D array and returns one number.")
 def check_exercise_3(function):
-    try:
-        x = np.random.default_rng(2).normal(size=7)
-        if function(x) is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        assert np.isclose(function(x), np.log(np.sum(np.exp(x)))), (
-            "wrong value on small scores"
-        )
-        with np.errstate(
-            all="ignore"
-        ):  # let the asserts, not warnings, report an overflow
-            high, low = function(x + 1000), function(np.full(5, -1000.0))
-        assert np.isfinite(high), "scores near +1000 gave inf or nan: exp overflowed"
-        assert np.isclose(high, function(x) + 1000), (
-            "lse(x + c) should equal lse(x) + c: did you add the maximum back?"
-        )
-        assert np.isfinite(low), (
-            "scores near -1000 gave -inf or nan: every exp underflowed to zero"
-        )
-        assert np.isclose(low, -1000 + np.log(5)), (
-            "five equal scores a should give a + log(5)"
-        )
-        assert np.allclose(np.exp(x - function(x)), softmax(x)), (
-            "exp(x - lse(x)) should be the softmax"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
-            "my_logsumexp takes a 1-D array and returns one number."
-        ) from None
-    return "Exercise 3: correct."
+    x = np.random.default_rng(2).normal(size=7)
+    not_yet(function(x))
+    assert np.isclose(function(x), np.log(np.sum(np.exp(x)))), (
+        "wrong value on small scores"
+    )
+    with np.errstate(
+        all="ignore"
+    ):  # let the asserts, not warnings, report an overflow
+        high, low = function(x + 1000), function(np.full(5, -1000.0))
+    assert np.isfinite(high), "scores near +1000 gave inf or nan: exp overflowed"
+    assert np.isclose(high, function(x) + 1000), (
+        "lse(x + c) should equal lse(x) + c: did you add the maximum back?"
+    )
+    assert np.isfinite(low), (
+        "scores near -1000 gave -inf or nan: every exp underflowed to zero"
+    )
+    assert np.isclose(low, -1000 + np.log(5)), (
+        "five equal scores a should give a + log(5)"
+    )
+    assert np.allclose(np.exp(x - function(x)), softmax(x)), (
+        "exp(x - lse(x)) should be the softmax"
+    )
 
 
 print(check_exercise_3(my_logsumexp))

@@ -43,6 +43,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.source import show_source
 
@@ -547,44 +548,32 @@ output_prediction = ...  # e.g. np.array([[5.0, 5.0]])
 
 
 # %%
+@exercise(1, crash_hint="output_prediction should be an array of shape (1, 2).")
 def check_exercise_1(prediction):
-    try:
-        if prediction is ...:
-            return (
-                "Exercise 1: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        Q = np.array([[1.0, 0.0]])
-        K = np.array([[2.0, 0.0], [0.0, 2.0]])
-        V = np.array([[10.0, 0.0], [0.0, 10.0]])
-        prediction = np.asarray(prediction, dtype=float).reshape(-1)
-        assert prediction.shape == (2,), (
-            f"the output has one row of d_v = 2 numbers; got {prediction.size} numbers"
+    Q = np.array([[1.0, 0.0]])
+    K = np.array([[2.0, 0.0], [0.0, 2.0]])
+    V = np.array([[10.0, 0.0], [0.0, 10.0]])
+    prediction = np.asarray(prediction, dtype=float).reshape(-1)
+    assert prediction.shape == (2,), (
+        f"the output has one row of d_v = 2 numbers; got {prediction.size} numbers"
+    )
+    assert np.isclose(prediction.sum(), 10.0, atol=0.15), (
+        "the two numbers should add up to 10: the weights sum to one, and each "
+        "value row holds a single 10"
+    )
+    for divisor, mistake in [
+        (1.0, "forgot to divide the scores by sqrt(d_k)"),
+        (2.0, "divided by d_k instead of sqrt(d_k)"),
+    ]:
+        wrong = softmax(Q @ K.T / divisor) @ V
+        assert not np.allclose(prediction, wrong[0], atol=0.05), (
+            f"close, but this is what you get if you {mistake}"
         )
-        assert np.isclose(prediction.sum(), 10.0, atol=0.15), (
-            "the two numbers should add up to 10: the weights sum to one, and each "
-            "value row holds a single 10"
-        )
-        for divisor, mistake in [
-            (1.0, "forgot to divide the scores by sqrt(d_k)"),
-            (2.0, "divided by d_k instead of sqrt(d_k)"),
-        ]:
-            wrong = softmax(Q @ K.T / divisor) @ V
-            assert not np.allclose(prediction, wrong[0], atol=0.05), (
-                f"close, but this is what you get if you {mistake}"
-            )
-        truth = scaled_dot_product_attention(Q, K, V)[0][0]
-        assert np.allclose(prediction, truth, atol=0.15), (
-            "not quite: the scores are Q @ K.T / sqrt(2); take their softmax, then the "
-            "weighted sum of the rows of V"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
-            "output_prediction should be an array of shape (1, 2)."
-        ) from None
-    return "Exercise 1: correct."
+    truth = scaled_dot_product_attention(Q, K, V)[0][0]
+    assert np.allclose(prediction, truth, atol=0.15), (
+        "not quite: the scores are Q @ K.T / sqrt(2); take their softmax, then the "
+        "weighted sum of the rows of V"
+    )
 
 
 print(check_exercise_1(output_prediction))
@@ -617,77 +606,67 @@ def my_attention(Q, K, V, mask=None):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "Transpose only the last two axes of K (np.swapaxes(K, -1, -2)), and let the "
+    "mask broadcast against the scores."
+))
 def check_exercise_2(function):
-    try:
-        rng_check = np.random.default_rng(7)
-        Q, K, V = (
-            rng_check.normal(size=shape)
-            for shape in [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)]
+    rng_check = np.random.default_rng(7)
+    Q, K, V = (
+        rng_check.normal(size=shape)
+        for shape in [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6)]
+    )
+    result = not_yet(function(Q, K, V))
+    out, w = (np.asarray(a) for a in result)
+    assert out.shape == (2, 3, 4, 6), (
+        "output should have shape (batch, heads, seq_q, d_v) = (2, 3, 4, 6); got "
+        f"{out.shape}"
+    )
+    assert w.shape == (2, 3, 4, 5), (
+        "weights should have shape (batch, heads, seq_q, seq_k) = (2, 3, 4, 5); "
+        f"got {w.shape}"
+    )
+    assert np.allclose(w.sum(axis=-1), 1.0), (
+        "each query's weights (a row, over the keys) should sum to 1: which axis?"
+    )
+    dots = np.einsum("bhid,bhjd->bhij", Q, K)  # unscaled scores
+    for divisor, hint in [
+        (1.0, "forgot to scale the scores?"),
+        (math.sqrt(8 * 3), "divided by sqrt(d_model)?"),
+    ]:
+        assert not np.allclose(w, softmax(dots / divisor)), (
+            f"the weights are off: {hint}"
         )
-        result = function(Q, K, V)
-        if result is ...:
-            return (
-                "Exercise 2: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        out, w = (np.asarray(a) for a in result)
-        assert out.shape == (2, 3, 4, 6), (
-            "output should have shape (batch, heads, seq_q, d_v) = (2, 3, 4, 6); got "
-            f"{out.shape}"
-        )
-        assert w.shape == (2, 3, 4, 5), (
-            "weights should have shape (batch, heads, seq_q, seq_k) = (2, 3, 4, 5); "
-            f"got {w.shape}"
-        )
-        assert np.allclose(w.sum(axis=-1), 1.0), (
-            "each query's weights (a row, over the keys) should sum to 1: which axis?"
-        )
-        dots = np.einsum("bhid,bhjd->bhij", Q, K)  # unscaled scores
-        for divisor, hint in [
-            (1.0, "forgot to scale the scores?"),
-            (math.sqrt(8 * 3), "divided by sqrt(d_model)?"),
-        ]:
-            assert not np.allclose(w, softmax(dots / divisor)), (
-                f"the weights are off: {hint}"
-            )
-        assert np.allclose(w, softmax(dots / math.sqrt(8))), (
-            "the weights differ from softmax(Q K^T / sqrt(d_k))"
-        )
-        assert np.allclose(out, w @ V), "the output should be the weights times V"
+    assert np.allclose(w, softmax(dots / math.sqrt(8))), (
+        "the weights differ from softmax(Q K^T / sqrt(d_k))"
+    )
+    assert np.allclose(out, w @ V), "the output should be the weights times V"
 
-        # (seq_q, seq_k), broadcast over batch and heads
-        mask = np.tril(np.ones((4, 5), dtype=bool), k=1)
-        mask[2] = False  # query 2 may attend to nothing
-        # let the asserts below, not a warning, report a nan
-        with np.errstate(all="ignore"):
-            out, w = (np.asarray(a) for a in function(Q, K, V, mask))
-        rows = [0, 1, 3]  # the queries that may attend to something
-        assert np.all(w[..., rows, :][..., ~mask[rows]] == 0), (
-            "a masked key must get a weight of exactly 0 (True = may attend)"
-        )
-        assert np.allclose(w[..., rows, :].sum(axis=-1), 1.0), (
-            "the rows of queries with allowed keys should sum to 1"
-        )
-        assert np.all(np.isfinite(w)) and np.all(np.isfinite(out)), (
-            "the query with no allowed key gave nan or inf"
-        )
-        assert np.all(w[..., 2, :] == 0) and np.all(out[..., 2, :] == 0), (
-            "the query with no allowed key should get zero weights and a zero output; "
-            f"got weights {w[0, 0, 2]}"
-        )
-        out, w = function(*(a.astype(np.float32) for a in (Q, K, V)))
-        assert out.dtype == np.float32 and w.dtype == np.float32, (
-            f"float32 in should give float32 out; got {out.dtype} and {w.dtype} "
-            "(np.sqrt?)"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
-            "Transpose only the last two axes of K (np.swapaxes(K, -1, -2)), and let "
-            "the mask broadcast against the scores."
-        ) from None
-    return "Exercise 2: correct."
+    # (seq_q, seq_k), broadcast over batch and heads
+    mask = np.tril(np.ones((4, 5), dtype=bool), k=1)
+    mask[2] = False  # query 2 may attend to nothing
+    # let the asserts below, not a warning, report a nan
+    with np.errstate(all="ignore"):
+        out, w = (np.asarray(a) for a in function(Q, K, V, mask))
+    rows = [0, 1, 3]  # the queries that may attend to something
+    assert np.all(w[..., rows, :][..., ~mask[rows]] == 0), (
+        "a masked key must get a weight of exactly 0 (True = may attend)"
+    )
+    assert np.allclose(w[..., rows, :].sum(axis=-1), 1.0), (
+        "the rows of queries with allowed keys should sum to 1"
+    )
+    assert np.all(np.isfinite(w)) and np.all(np.isfinite(out)), (
+        "the query with no allowed key gave nan or inf"
+    )
+    assert np.all(w[..., 2, :] == 0) and np.all(out[..., 2, :] == 0), (
+        "the query with no allowed key should get zero weights and a zero output; "
+        f"got weights {w[0, 0, 2]}"
+    )
+    out, w = function(*(a.astype(np.float32) for a in (Q, K, V)))
+    assert out.dtype == np.float32 and w.dtype == np.float32, (
+        f"float32 in should give float32 out; got {out.dtype} and {w.dtype} "
+        "(np.sqrt?)"
+    )
 
 
 print(check_exercise_2(my_attention))
@@ -733,51 +712,41 @@ def left_padding_mask(lengths, seq_len):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
+@exercise(3, crash_hint=(
+    "left_padding_mask(lengths, seq_len) returns a boolean array of shape (batch,"
+    " 1, 1, seq_len)."
+))
 def check_exercise_3(function):
-    try:
-        lengths, seq_len = np.array([5, 2, 0]), 5
-        mask = function(lengths, seq_len)
-        if mask is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        mask = np.asarray(mask)
-        assert mask.dtype == bool, f"the mask should be boolean; got {mask.dtype}"
-        assert mask.shape == (3, 1, 1, 5), (
-            "the shape should be (batch, 1, 1, seq_len) = (3, 1, 1, 5); got "
-            f"{mask.shape}"
-        )
-        assert mask.sum(axis=-1).ravel().tolist() == lengths.tolist(), (
-            "each sequence should have lengths[b] real tokens"
-        )
-        assert not (mask[..., :-1] & ~mask[..., 1:]).any(), (
-            "real tokens must come last: a True may never be followed by a False"
-        )
+    lengths, seq_len = np.array([5, 2, 0]), 5
+    mask = not_yet(function(lengths, seq_len))
+    mask = np.asarray(mask)
+    assert mask.dtype == bool, f"the mask should be boolean; got {mask.dtype}"
+    assert mask.shape == (3, 1, 1, 5), (
+        "the shape should be (batch, 1, 1, seq_len) = (3, 1, 1, 5); got "
+        f"{mask.shape}"
+    )
+    assert mask.sum(axis=-1).ravel().tolist() == lengths.tolist(), (
+        "each sequence should have lengths[b] real tokens"
+    )
+    assert not (mask[..., :-1] & ~mask[..., 1:]).any(), (
+        "real tokens must come last: a True may never be followed by a False"
+    )
 
-        x = np.random.default_rng(8).normal(size=(3, seq_len, 4))
-        both = causal_mask(seq_len) & mask  # (batch, 1, seq_len, seq_len)
-        out, w = scaled_dot_product_attention(
-            x[:, None], x[:, None], x[:, None], mask=both
-        )
-        # (batch, seq_len): the queries with nothing to see
-        empty = ~both[:, 0].any(axis=-1)
-        assert empty.sum(axis=-1).tolist() == (seq_len - lengths).tolist(), (
-            "with a causal mask, exactly the padding queries should have nothing to "
-            "attend to"
-        )
-        assert np.all(w[:, 0][empty] == 0) and np.all(out[:, 0][empty] == 0), (
-            "those queries should get zero weights and output"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
-            "left_padding_mask(lengths, seq_len) returns a boolean array of shape "
-            "(batch, 1, 1, seq_len)."
-        ) from None
-    return "Exercise 3: correct."
+    x = np.random.default_rng(8).normal(size=(3, seq_len, 4))
+    both = causal_mask(seq_len) & mask  # (batch, 1, seq_len, seq_len)
+    out, w = scaled_dot_product_attention(
+        x[:, None], x[:, None], x[:, None], mask=both
+    )
+    # (batch, seq_len): the queries with nothing to see
+    empty = ~both[:, 0].any(axis=-1)
+    assert empty.sum(axis=-1).tolist() == (seq_len - lengths).tolist(), (
+        "combined with a causal mask, your mask leaves the wrong queries with "
+        "nothing to attend to: which positions are real, and what can each see?"
+    )
+    assert np.all(w[:, 0][empty] == 0) and np.all(out[:, 0][empty] == 0), (
+        "those queries should get zero weights and output"
+    )
 
 
 print(check_exercise_3(left_padding_mask))

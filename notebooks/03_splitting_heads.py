@@ -48,6 +48,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import causal_mask, combine_heads, scaled_dot_product_attention, split_heads
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.source import show_source
 
@@ -414,44 +415,32 @@ row_prediction = ...  # e.g. np.array([[0, 1], [0, 1]])
 
 
 # %%
+@exercise(1, crash_hint="row_prediction should be a 2 x 2 array of numbers.")
 def check_exercise_1(prediction):
-    try:
-        if prediction is ...:
-            return (
-                "Exercise 1: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        # (1, 4, 6)
-        Q_readable = (10 * np.arange(4)[:, None] + np.arange(6))[None].astype(float)
-        right, buggy = (
-            split_heads(Q_readable, 3)[0, 2, 1],
-            split_heads_buggy(Q_readable, 3)[0, 2, 1],
-        )
-        prediction = np.asarray(prediction, dtype=float)
-        assert prediction.shape == (2, 2), (
-            "the answer should be a 2 x 2 array (two rows of d_k = 2); got "
-            f"{prediction.shape}"
-        )
-        assert np.array_equal(prediction[0], right), (
-            "the correct split's row is off. Row 1 is token 1 (the tens digit); head 2 "
-            "holds columns "
-            "2 * d_k to 3 * d_k - 1 (the units digit)"
-        )
-        assert np.array_equal(prediction[1], buggy), (
-            "the buggy row is off. The reshape reads the 24 numbers in memory order "
-            "(token "
-            "0's six, then token 1's, ...) "
-            "and gives each head the next 4 * 2 = 8 of them: which numbers are 18th "
-            "and "
-            "19th, counting from 0?"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
-            "row_prediction should be a 2 x 2 array of numbers."
-        ) from None
-    return "Exercise 1: correct."
+    # (1, 4, 6)
+    Q_readable = (10 * np.arange(4)[:, None] + np.arange(6))[None].astype(float)
+    right, buggy = (
+        split_heads(Q_readable, 3)[0, 2, 1],
+        split_heads_buggy(Q_readable, 3)[0, 2, 1],
+    )
+    prediction = np.asarray(prediction, dtype=float)
+    assert prediction.shape == (2, 2), (
+        "the answer should be a 2 x 2 array (two rows of d_k = 2); got "
+        f"{prediction.shape}"
+    )
+    assert np.array_equal(prediction[0], right), (
+        "the correct split's row is off. Row 1 is token 1 (the tens digit); head 2 "
+        "holds columns "
+        "2 * d_k to 3 * d_k - 1 (the units digit)"
+    )
+    assert np.array_equal(prediction[1], buggy), (
+        "the buggy row is off. The reshape reads the 24 numbers in memory order "
+        "(token "
+        "0's six, then token 1's, ...) "
+        "and gives each head the next 4 * 2 = 8 of them: which numbers are 18th "
+        "and "
+        "19th, counting from 0?"
+    )
 
 
 print(check_exercise_1(row_prediction))
@@ -492,66 +481,58 @@ def my_combine_heads(x):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "Split: reshape to (batch, seq_len, num_heads, d_k), then move the heads "
+    "forward; combine: the reverse."
+))
 def check_exercise_2(functions):
-    try:
-        """``functions`` is the pair (split, combine)."""
-        split, combine = functions
-        # (batch, seq_len, d_model) = (2, 7, 12)
-        x = np.random.default_rng(5).normal(size=(2, 7, 12))
-        if split(x, 3) is ... or combine(split_heads(x, 3)) is ...:
-            return (
-                "Exercise 2: not yet. Replace both ... with your answers and run the "
-                "cell again."
+    """``functions`` is the pair (split, combine)."""
+    split, combine = functions
+    # (batch, seq_len, d_model) = (2, 7, 12)
+    x = np.random.default_rng(5).normal(size=(2, 7, 12))
+    not_yet(split(x, 3))
+    not_yet(combine(split_heads(x, 3)))
+    for num_heads in (1, 3, 4):
+        d_k = 12 // num_heads
+        heads = np.asarray(split(x, num_heads))
+        assert heads.shape == (2, num_heads, 7, d_k), (
+            f"num_heads={num_heads}: expected shape (batch, num_heads, seq_len, "
+            f"d_k) = {(2, num_heads, 7, d_k)}; got {heads.shape}"
+        )
+        for h in range(num_heads):
+            assert np.array_equal(heads[:, h], x[:, :, h * d_k : (h + 1) * d_k]), (
+                f"num_heads={num_heads}: head {h} should hold columns "
+                f"{h * d_k}..{(h + 1) * d_k - 1} of every token, tokens in order. "
+                "Did you reshape without moving the heads axis?"
             )
-        for num_heads in (1, 3, 4):
-            d_k = 12 // num_heads
-            heads = np.asarray(split(x, num_heads))
-            assert heads.shape == (2, num_heads, 7, d_k), (
-                f"num_heads={num_heads}: expected shape (batch, num_heads, seq_len, "
-                f"d_k) = {(2, num_heads, 7, d_k)}; got {heads.shape}"
-            )
-            for h in range(num_heads):
-                assert np.array_equal(heads[:, h], x[:, :, h * d_k : (h + 1) * d_k]), (
-                    f"num_heads={num_heads}: head {h} should hold columns "
-                    f"{h * d_k}..{(h + 1) * d_k - 1} of every token, tokens in order. "
-                    "Did you reshape without moving the heads axis?"
-                )
-            assert np.array_equal(combine(split_heads(x, num_heads)), x), (
-                f"num_heads={num_heads}: combining a correct split should give x back "
-                "(move the heads axis back first?)"
-            )
-            assert np.array_equal(combine(heads), x), (
-                f"num_heads={num_heads}: combine(split(x)) should give x back"
-            )
-        # (d_model, d_model) each
-        W_q, W_k, W_v = np.random.default_rng(6).normal(size=(3, 12, 12)) / np.sqrt(12)
-        x_changed = x.copy()
-        x_changed[:, -1] += 1.0  # change the last token only
-        for mask, should, problem in [
-            (None, list(range(7)), "some tokens cannot see the last one"),
-            (
-                causal_mask(7),
-                [6],
-                "earlier tokens see the last one: heads see the future",
-            ),
-        ]:
-            before = attention_in_heads(x, W_q, W_k, W_v, split, combine, 3, mask)
-            after = attention_in_heads(
-                x_changed, W_q, W_k, W_v, split, combine, 3, mask
-            )
-            moved = np.flatnonzero(~np.isclose(before, after).all(axis=(0, 2)))
-            assert moved.tolist() == should, (
-                f"changing the last token moved the outputs of tokens {moved}: "
-                f"{problem}"
-            )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
-            "Split: reshape to (batch, seq_len, num_heads, d_k), then move the heads "
-            "forward; combine: the reverse."
-        ) from None
-    return "Exercise 2: correct."
+        assert np.array_equal(combine(split_heads(x, num_heads)), x), (
+            f"num_heads={num_heads}: combining a correct split should give x back "
+            "(move the heads axis back first?)"
+        )
+        assert np.array_equal(combine(heads), x), (
+            f"num_heads={num_heads}: combine(split(x)) should give x back"
+        )
+    # (d_model, d_model) each
+    W_q, W_k, W_v = np.random.default_rng(6).normal(size=(3, 12, 12)) / np.sqrt(12)
+    x_changed = x.copy()
+    x_changed[:, -1] += 1.0  # change the last token only
+    for mask, should, problem in [
+        (None, list(range(7)), "some tokens cannot see the last one"),
+        (
+            causal_mask(7),
+            [6],
+            "earlier tokens see the last one: heads see the future",
+        ),
+    ]:
+        before = attention_in_heads(x, W_q, W_k, W_v, split, combine, 3, mask)
+        after = attention_in_heads(
+            x_changed, W_q, W_k, W_v, split, combine, 3, mask
+        )
+        moved = np.flatnonzero(~np.isclose(before, after).all(axis=(0, 2)))
+        assert moved.tolist() == should, (
+            f"changing the last token moved the outputs of tokens {moved}: "
+            f"{problem}"
+        )
 
 
 print(check_exercise_2((my_split_heads, my_combine_heads)))
@@ -599,40 +580,31 @@ def split_qkv(qkv, num_heads):
 
 
 # %%
+@exercise(3, crash_hint=(
+    "Reshape qkv to five named axes first, then transpose them into (3, batch, "
+    "num_heads, seq_len, d_k)."
+))
 def check_exercise_3(function):
-    try:
-        # batch 2, seq_len 5, d_model 12
-        qkv = np.random.default_rng(6).normal(size=(2, 5, 3 * 12))
-        if function(qkv, 2) is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
+    # batch 2, seq_len 5, d_model 12
+    qkv = np.random.default_rng(6).normal(size=(2, 5, 3 * 12))
+    not_yet(function(qkv, 2))
+    for num_heads in (2, 3):
+        got = np.asarray(function(qkv, num_heads))
+        # (3, batch, num_heads, seq_len, d_k)
+        expected_shape = (3, 2, num_heads, 5, 12 // num_heads)
+        assert got.shape == expected_shape, (
+            f"num_heads={num_heads}: expected shape {expected_shape}; got "
+            f"{got.shape}"
+        )
+        for n, name in enumerate("QKV"):
+            block = qkv[
+                ..., n * 12 : (n + 1) * 12
+            ]  # the d_model columns of Q, K or V
+            assert np.array_equal(got[n], split_heads(block, num_heads)), (
+                f"num_heads={num_heads}: {name} is wrong. Its columns are "
+                f"{n * 12}..{(n + 1) * 12 - 1} of qkv; name all five axes in the "
+                "reshape, then check which axis each one must end up on"
             )
-        for num_heads in (2, 3):
-            got = np.asarray(function(qkv, num_heads))
-            # (3, batch, num_heads, seq_len, d_k)
-            expected_shape = (3, 2, num_heads, 5, 12 // num_heads)
-            assert got.shape == expected_shape, (
-                f"num_heads={num_heads}: expected shape {expected_shape}; got "
-                f"{got.shape}"
-            )
-            for n, name in enumerate("QKV"):
-                block = qkv[
-                    ..., n * 12 : (n + 1) * 12
-                ]  # the d_model columns of Q, K or V
-                assert np.array_equal(got[n], split_heads(block, num_heads)), (
-                    f"num_heads={num_heads}: {name} is wrong. Its columns are "
-                    f"{n * 12}..{(n + 1) * 12 - 1} of qkv; name all five axes in the "
-                    "reshape, then check which axis each one must end up on"
-                )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. Reshape "
-            "qkv to five named axes first, then transpose them into (3, batch, "
-            "num_heads, seq_len, d_k)."
-        ) from None
-    return "Exercise 3: correct."
 
 
 print(check_exercise_3(split_qkv))

@@ -49,6 +49,7 @@ from mhattn import (
     split_heads,
 )
 from mhattn.core.projection import project_qkv
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.plots import plot_heads
 from mhattn.pictures.source import show_source
@@ -526,56 +527,46 @@ def tied_heads(mha, source):
 
 
 # %%
+@exercise(1, crash_hint=(
+    "tied_heads(mha, source) returns a MultiHeadAttention of the same size, W_qkv"
+    " of shape (d_model, 3 * d_model)."
+))
 def check_exercise_1(function):
-    try:
-        source = 2
-        W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
-        tied = function(mha, source)
-        if tied is ...:
-            return (
-                "Exercise 1: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        assert tied is not mha, "return a new MultiHeadAttention and leave mha as it is"
-        assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(
-            mha.W_o, W_o_before
-        ), (
-            "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv "
-            "itself"
+    source = 2
+    W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
+    tied = not_yet(function(mha, source))
+    assert tied is not mha, "return a new MultiHeadAttention and leave mha as it is"
+    assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(
+        mha.W_o, W_o_before
+    ), (
+        "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv "
+        "itself"
+    )
+    tied_output, tied_weights = tied(x)
+    _, old_weights = mha(x)
+    for h in range(mha.num_heads):
+        assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
+            f"head {h}'s weights are not head {source}'s: copy head {source}'s "
+            "query "
+            "and key columns "
+            "(d_k wide, in the first and in the second third of W_qkv) into head "
+            f"{h}'s place"
         )
-        tied_output, tied_weights = tied(x)
-        _, old_weights = mha(x)
-        for h in range(mha.num_heads):
-            assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
-                f"head {h}'s weights are not head {source}'s: copy head {source}'s "
-                "query "
-                "and key columns "
-                "(d_k wide, in the first and in the second third of W_qkv) into head "
-                f"{h}'s place"
-            )
-        # What a layer whose heads are all head `source` must compute: one head, then
-        # every row block of W_o.
-        Q, K, V = (
-            split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1)
-        )
-        # (batch, seq_len, d_k)
-        one_head, _ = scaled_dot_product_attention(
-            Q[:, source], K[:, source], V[:, source]
-        )
-        # row block h reads head h
-        W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)
-        assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
-            "the weights are right but the output is not: copy the value columns too, "
-            "and keep W_o as it is"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
-            "tied_heads(mha, source) returns a MultiHeadAttention of the same size, "
-            "W_qkv of shape (d_model, 3 * d_model)."
-        ) from None
-    return "Exercise 1: correct."
+    # What a layer whose heads are all head `source` must compute: one head, then
+    # every row block of W_o.
+    Q, K, V = (
+        split_heads(t, mha.num_heads) for t in np.split(x @ mha.W_qkv, 3, axis=-1)
+    )
+    # (batch, seq_len, d_k)
+    one_head, _ = scaled_dot_product_attention(
+        Q[:, source], K[:, source], V[:, source]
+    )
+    # row block h reads head h
+    W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)
+    assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
+        "the weights are right but the output is not: copy the value columns too, "
+        "and keep W_o as it is"
+    )
 
 
 print(check_exercise_1(tied_heads))
@@ -628,39 +619,29 @@ def multi_head_loop(x, mha):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "multi_head_loop(x, mha) returns (output, weights) of shapes (batch, seq_len,"
+    " d_model) and (batch, num_heads, seq_len, seq_len)."
+))
 def check_exercise_2(function):
-    try:
-        # a new shape: batch 2, 3 tokens, d_model 12
-        test_x = np.random.default_rng(7).normal(size=(2, 3, 12))
-        test_mha = MultiHeadAttention(12, 3, seed=1)
-        answer = function(test_x, test_mha)
-        if answer is ...:
-            return (
-                "Exercise 2: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        expected_output, expected_weights = test_mha(test_x)
-        output, weights = answer
-        assert np.shape(weights) == expected_weights.shape, (
-            "weights should have shape (batch, num_heads, seq_len, seq_len) = "
-            f"{expected_weights.shape}; got {np.shape(weights)}. Stack the heads' "
-            "weights on axis 1."
-        )
-        assert np.allclose(weights, expected_weights), (
-            "the weights differ: check which columns each head's Q and K use"
-        )
-        assert np.allclose(output, expected_output), (
-            "the weights match but the output does not: check the value columns, the "
-            "concatenation order and W_o"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
-            "multi_head_loop(x, mha) returns (output, weights) of shapes (batch, "
-            "seq_len, d_model) and (batch, num_heads, seq_len, seq_len)."
-        ) from None
-    return "Exercise 2: correct."
+    # a new shape: batch 2, 3 tokens, d_model 12
+    test_x = np.random.default_rng(7).normal(size=(2, 3, 12))
+    test_mha = MultiHeadAttention(12, 3, seed=1)
+    answer = not_yet(function(test_x, test_mha))
+    expected_output, expected_weights = test_mha(test_x)
+    output, weights = answer
+    assert np.shape(weights) == expected_weights.shape, (
+        "weights should have shape (batch, num_heads, seq_len, seq_len) = "
+        f"{expected_weights.shape}; got {np.shape(weights)}. Stack the heads' "
+        "weights on axis 1."
+    )
+    assert np.allclose(weights, expected_weights), (
+        "the weights differ: check which columns each head's Q and K use"
+    )
+    assert np.allclose(output, expected_output), (
+        "the weights match but the output does not: check the value columns, the "
+        "concatenation order and W_o"
+    )
 
 
 print(check_exercise_2(multi_head_loop))
@@ -710,35 +691,25 @@ def permute_heads(mha, order):
 
 
 # %%
+@exercise(3, crash_hint=(
+    "permute_heads(mha, order) returns a MultiHeadAttention of the same size as "
+    "mha."
+))
 def check_exercise_3(function):
-    try:
-        order = [2, 0, 3, 1]
-        new = function(mha, order)
-        if new is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        assert new is not mha, "return a new layer and leave mha unchanged"
-        old_output, old_weights = mha(x)
-        new_output, new_weights = new(x)
-        assert np.allclose(new_weights, old_weights[:, order]), (
-            "new head i should compute old head order[i]'s weights: move the query and "
-            "key "
-            "columns of each head"
-        )
-        assert np.allclose(new_output, old_output), (
-            "the heads are reordered but the output changed: the value columns and the "
-            "rows of W_o must follow them"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
-            "permute_heads(mha, order) returns a MultiHeadAttention of the same size "
-            "as mha."
-        ) from None
-    return "Exercise 3: correct."
+    order = [2, 0, 3, 1]
+    new = not_yet(function(mha, order))
+    assert new is not mha, "return a new layer and leave mha unchanged"
+    old_output, old_weights = mha(x)
+    new_output, new_weights = new(x)
+    assert np.allclose(new_weights, old_weights[:, order]), (
+        "new head i should compute old head order[i]'s weights: move the query and "
+        "key "
+        "columns of each head"
+    )
+    assert np.allclose(new_output, old_output), (
+        "the heads are reordered but the output changed: the value columns and the "
+        "rows of W_o must follow them"
+    )
 
 
 print(check_exercise_3(permute_heads))

@@ -45,6 +45,7 @@ from sklearn.decomposition import PCA
 
 from mhattn import MultiHeadAttention
 from mhattn.pictures.embedding_shift import embedding_shift_2d
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.plots import plot_embedding_shift
 from mhattn.pictures.source import show_source
@@ -540,34 +541,22 @@ components_for_90 = ...  # your answer: an int
 
 
 # %%
+@exercise(1, crash_hint="components_for_90 should be a whole number.")
 def check_exercise_1(answer):
-    try:
-        if answer is ...:
-            return (
-                "Exercise 1: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        centred = stacked - stacked.mean(axis=0)
-        # variance along each principal axis, unnormalised
-        variance = np.linalg.svd(centred, compute_uv=False) ** 2
-        # kept[k - 1]: share kept by the first k components
-        kept = np.cumsum(variance) / variance.sum()
-        assert isinstance(answer, (int, np.integer)) and 1 <= answer <= len(kept), (
-            "give a whole number of components"
-        )
-        assert kept[answer - 1] >= 0.9, (
-            f"{answer} components keep only {kept[answer - 1]:.1%}: you need more"
-        )
-        assert answer == 1 or kept[answer - 2] < 0.9, (
-            f"{answer - 1} components already keep 90%: the smallest number?"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
-            "components_for_90 should be a whole number."
-        ) from None
-    return "Exercise 1: correct."
+    centred = stacked - stacked.mean(axis=0)
+    # variance along each principal axis, unnormalised
+    variance = np.linalg.svd(centred, compute_uv=False) ** 2
+    # kept[k - 1]: share kept by the first k components
+    kept = np.cumsum(variance) / variance.sum()
+    assert isinstance(answer, (int, np.integer)) and 1 <= answer <= len(kept), (
+        "give a whole number of components"
+    )
+    assert kept[answer - 1] >= 0.9, (
+        f"{answer} components keep only {kept[answer - 1]:.1%}: you need more"
+    )
+    assert answer == 1 or kept[answer - 2] < 0.9, (
+        f"{answer - 1} components already keep 90%: the smallest number?"
+    )
 
 
 print(check_exercise_1(components_for_90))
@@ -603,42 +592,32 @@ def uniform_layer(mha):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "uniform_layer(mha) returns a MultiHeadAttention of the same size as mha."
+))
 def check_exercise_2(function):
-    try:
-        W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
-        layer = function(mha)
-        if layer is ...:
-            return (
-                "Exercise 2: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        assert layer is not mha, (
-            "return a new MultiHeadAttention and leave mha as it is"
-        )
-        assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(
-            mha.W_o, W_o_before
-        ), (
-            "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv "
-            "itself"
-        )
-        new_output, new_weights = layer(x)
-        assert np.allclose(new_weights, 1 / seq_len), (
-            "the weights are not uniform. A softmax row is uniform when all its scores "
-            "are "
-            "equal: "
-            "which columns of W_qkv make the scores, and what makes every score 0?"
-        )
-        assert np.allclose(new_output, all_mixed), (
-            "the weights are uniform, but the outputs are not the complete-mixing "
-            "point: keep the value columns and W_o as they were"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 2: your answer raised {type(error).__name__}: {error}. "
-            "uniform_layer(mha) returns a MultiHeadAttention of the same size as mha."
-        ) from None
-    return "Exercise 2: correct."
+    W_qkv_before, W_o_before = mha.W_qkv.copy(), mha.W_o.copy()
+    layer = not_yet(function(mha))
+    assert layer is not mha, (
+        "return a new MultiHeadAttention and leave mha as it is"
+    )
+    assert np.array_equal(mha.W_qkv, W_qkv_before) and np.array_equal(
+        mha.W_o, W_o_before
+    ), (
+        "mha's own weights changed: edit a copy (mha.W_qkv.copy()), not mha.W_qkv "
+        "itself"
+    )
+    new_output, new_weights = layer(x)
+    assert np.allclose(new_weights, 1 / seq_len), (
+        "the weights are not uniform. A softmax row is uniform when all its scores "
+        "are "
+        "equal: "
+        "which columns of W_qkv make the scores, and what makes every score 0?"
+    )
+    assert np.allclose(new_output, all_mixed), (
+        "the weights are uniform, but the outputs are not the complete-mixing "
+        "point: keep the value columns and W_o as they were"
+    )
 
 
 print(check_exercise_2(uniform_layer))
@@ -678,31 +657,19 @@ residual_cosine = ...  # your answer: an array of shape (6,)
 
 
 # %%
+@exercise(3, crash_hint="residual_cosine should hold one number per position.")
 def check_exercise_3(answer):
-    try:
-        if answer is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        after = inputs + outputs
-        unit_in = inputs / np.linalg.norm(inputs, axis=1, keepdims=True)
-        unit_after = after / np.linalg.norm(after, axis=1, keepdims=True)
-        # cos = 1 - |u - v|^2 / 2 for unit u, v
-        expected = 1 - np.linalg.norm(unit_in - unit_after, axis=1) ** 2 / 2
-        assert np.shape(answer) == (seq_len,), (
-            f"one cosine per position: shape ({seq_len},); got {np.shape(answer)}"
-        )
-        assert np.allclose(answer, expected), (
-            "not the cosine of each input with input + output (row by row?)"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
-            "residual_cosine should hold one number per position."
-        ) from None
-    return "Exercise 3: correct."
+    after = inputs + outputs
+    unit_in = inputs / np.linalg.norm(inputs, axis=1, keepdims=True)
+    unit_after = after / np.linalg.norm(after, axis=1, keepdims=True)
+    # cos = 1 - |u - v|^2 / 2 for unit u, v
+    expected = 1 - np.linalg.norm(unit_in - unit_after, axis=1) ** 2 / 2
+    assert np.shape(answer) == (seq_len,), (
+        f"one cosine per position: shape ({seq_len},); got {np.shape(answer)}"
+    )
+    assert np.allclose(answer, expected), (
+        "not the cosine of each input with input + output (row by row?)"
+    )
 
 
 print(check_exercise_3(residual_cosine))

@@ -60,6 +60,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from mhattn import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, blocks, blockwise_attention
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.source import show_source
 
@@ -807,47 +808,38 @@ def predicted_peak_bytes(num_heads, seq_len, d_k, block_size):
 
 
 # %%
+@exercise(1, crash_hint=(
+    "predicted_peak_bytes(num_heads, seq_len, d_k, block_size) returns a number "
+    "of bytes."
+))
 def check_exercise_1(function):
-    try:
-        if function(4, 2048, 16, 64) is ...:
-            return (
-                "Exercise 1: not yet. Replace the ... with your answer and run the "
-                "cell again."
+    not_yet(function(4, 2048, 16, 64))
+    # (num_heads, seq_len, d_k, block_size): the output dominates, the block
+    # dominates, both, many heads
+    for num_heads, n, d_k, rows in [
+        (1, 2048, 64, 16),
+        (1, 2048, 8, 512),
+        (4, 1024, 16, 64),
+        (8, 256, 8, 32),
+    ]:
+        Q, K, V = (
+            np.ones((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3)
+        )
+        measured = peak_bytes(
+            lambda Q=Q, K=K, V=V, rows=rows: blockwise_attention(
+                Q, K, V, block_size=rows
             )
-        # (num_heads, seq_len, d_k, block_size): the output dominates, the block
-        # dominates, both, many heads
-        for num_heads, n, d_k, rows in [
-            (1, 2048, 64, 16),
-            (1, 2048, 8, 512),
-            (4, 1024, 16, 64),
-            (8, 256, 8, 32),
-        ]:
-            Q, K, V = (
-                np.ones((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3)
-            )
-            measured = peak_bytes(
-                lambda Q=Q, K=K, V=V, rows=rows: blockwise_attention(
-                    Q, K, V, block_size=rows
-                )
-            )
-            predicted = function(num_heads, n, d_k, rows)
-            assert abs(predicted - measured) <= 0.25 * measured + 64 * 1024, (
-                f"num_heads {num_heads}, seq_len {n}, d_k {d_k}, block_size {rows}: "
-                "you "
-                f"predict {predicted} bytes, "
-                f"tracemalloc measured {measured}. Which arrays exist while the last "
-                "block "
-                "runs? "
-                "(float32: 4 bytes a number; the weights are never all there)"
-            )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 1: your answer raised {type(error).__name__}: {error}. "
-            "predicted_peak_bytes(num_heads, seq_len, d_k, block_size) returns a "
-            "number of bytes."
-        ) from None
-    return "Exercise 1: correct."
+        )
+        predicted = function(num_heads, n, d_k, rows)
+        assert abs(predicted - measured) <= 0.25 * measured + 64 * 1024, (
+            f"num_heads {num_heads}, seq_len {n}, d_k {d_k}, block_size {rows}: "
+            "you "
+            f"predict {predicted} bytes, "
+            f"tracemalloc measured {measured}. Which arrays exist while the last "
+            "block "
+            "runs? "
+            "(float32: 4 bytes a number; the weights are never all there)"
+        )
 
 
 print(check_exercise_1(predicted_peak_bytes))
@@ -891,66 +883,57 @@ def attention_by_query_blocks(Q, K, V, mask, block_size):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "Each block of queries needs every key and its own rows of the mask; "
+    "broadcast a padding mask to the scores' shape before slicing it."
+))
 def check_exercise_2(function):
-    try:
-        Q, K, V = (
-            np.random.default_rng(3).standard_normal((2, 4, 50, 8)) for _ in range(3)
-        )
-        if function(Q, K, V, None, 16) is ...:
-            return (
-                "Exercise 2: not yet. Replace the ... with your answer and run the "
-                "cell again."
+    Q, K, V = (
+        np.random.default_rng(3).standard_normal((2, 4, 50, 8)) for _ in range(3)
+    )
+    not_yet(function(Q, K, V, None, 16))
+    lengths = np.array([50, 31])
+    masks = {
+        "no mask": None,
+        "a causal mask": causal_mask(50),
+        "a padding mask": np.arange(50) < lengths[:, None, None, None],
+    }
+    for name, mask in masks.items():
+        expected = scaled_dot_product_attention(Q, K, V, mask)[0]
+        for rows in (1, 7, 16, 50, 64):
+            try:
+                got = function(Q, K, V, mask, rows)
+            # e.g. a mask whose rows were sliced without broadcasting it first
+            except ValueError as error:
+                raise AssertionError(
+                    f"{name}, block_size {rows}: {error}"
+                ) from None
+            assert np.shape(got) == expected.shape, (
+                f"{name}, block_size {rows}: shape {np.shape(got)}, not "
+                f"{expected.shape}"
             )
-        lengths = np.array([50, 31])
-        masks = {
-            "no mask": None,
-            "a causal mask": causal_mask(50),
-            "a padding mask": np.arange(50) < lengths[:, None, None, None],
-        }
-        for name, mask in masks.items():
-            expected = scaled_dot_product_attention(Q, K, V, mask)[0]
-            for rows in (1, 7, 16, 50, 64):
-                try:
-                    got = function(Q, K, V, mask, rows)
-                # e.g. a mask whose rows were sliced without broadcasting it first
-                except ValueError as error:
-                    raise AssertionError(
-                        f"{name}, block_size {rows}: {error}"
-                    ) from None
-                assert np.shape(got) == expected.shape, (
-                    f"{name}, block_size {rows}: shape {np.shape(got)}, not "
-                    f"{expected.shape}"
-                )
-                assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (
-                    f"{name}, block_size {rows}: the output differs. Each block needs "
-                    "its "
-                    "own rows of the mask "
-                    "(a padding mask has a query axis of size 1: broadcast it to the "
-                    "scores' shape before slicing rows)"
-                )
-        Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
-        assert function(Q32, K32, V32, None, 16).dtype == np.float32, (
-            "float32 in should give float32 out"
-        )
-        Q, K, V = (np.ones((1, 4, 1024, 8), dtype=np.float32) for _ in range(3))
-        peak = peak_bytes(lambda: function(Q, K, V, causal_mask(1024), 64))
-        weights_bytes = 4 * 1024 * 1024 * 4
-        assert peak < weights_bytes / 2, (
-            f"at seq_len 1024 your function held {peak / 2**20:.1f} MiB at its peak; "
-            "all "
-            "the weights take "
-            f"{weights_bytes / 2**20:.0f} MiB. Does it compute the scores of every "
-            "query "
-            "at once somewhere?"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 2: your answer raised {type(error).__name__}: {error}. Each "
-            "block of queries needs every key and its own rows of the mask; broadcast "
-            "a padding mask to the scores' shape before slicing it."
-        ) from None
-    return "Exercise 2: correct."
+            assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (
+                f"{name}, block_size {rows}: the output differs. Each block needs "
+                "its "
+                "own rows of the mask "
+                "(a padding mask has a query axis of size 1: broadcast it to the "
+                "scores' shape before slicing rows)"
+            )
+    Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
+    assert function(Q32, K32, V32, None, 16).dtype == np.float32, (
+        "float32 in should give float32 out"
+    )
+    Q, K, V = (np.ones((1, 4, 1024, 8), dtype=np.float32) for _ in range(3))
+    peak = peak_bytes(lambda: function(Q, K, V, causal_mask(1024), 64))
+    weights_bytes = 4 * 1024 * 1024 * 4
+    assert peak < weights_bytes / 2, (
+        f"at seq_len 1024 your function held {peak / 2**20:.1f} MiB at its peak; "
+        "all "
+        "the weights take "
+        f"{weights_bytes / 2**20:.0f} MiB. Does it compute the scores of every "
+        "query "
+        "at once somewhere?"
+    )
 
 
 print(check_exercise_2(attention_by_query_blocks))
@@ -1004,54 +987,45 @@ def rows_to_reach(ridge, seq_k, d_k):
 
 
 # %%
+@exercise(3, crash_hint=(
+    "rows_to_reach(ridge, seq_k, d_k) returns a whole number, or None."
+))
 def check_exercise_3(function):
-    try:
-        if function(20, 2048, 64) is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
+    not_yet(function(20, 2048, 64))
 
-        # FLOPs >= ridge * bytes moved, in exact integers
-        def reaches(rows, ridge, seq_k, d_k):
-            flops = 2 * rows * seq_k * d_k
-            # read q and k, write the scores
-            moved = 4 * (rows * d_k + seq_k * d_k + rows * seq_k)
-            return flops >= ridge * moved
+    # FLOPs >= ridge * bytes moved, in exact integers
+    def reaches(rows, ridge, seq_k, d_k):
+        flops = 2 * rows * seq_k * d_k
+        # read q and k, write the scores
+        moved = 4 * (rows * d_k + seq_k * d_k + rows * seq_k)
+        return flops >= ridge * moved
 
-        for ridge, seq_k, d_k in [
-            (20, 2048, 64),
-            (10, 4096, 32),
-            (20, 2048, 16),
-            (2, 512, 16),
-            (31, 2048, 64),
-        ]:
-            answer = function(ridge, seq_k, d_k)
-            # even infinitely many rows stay below the ridge
-            if 2 * seq_k * d_k <= 4 * ridge * (d_k + seq_k):
-                assert answer is None, (
-                    f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: you say {answer} rows, "
-                    "but no number of rows reaches it. Did you count the bytes of the "
-                    "scores the product writes?"
-                )
-                continue
-            assert isinstance(answer, (int, np.integer)), (
-                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: give a whole number"
+    for ridge, seq_k, d_k in [
+        (20, 2048, 64),
+        (10, 4096, 32),
+        (20, 2048, 16),
+        (2, 512, 16),
+        (31, 2048, 64),
+    ]:
+        answer = function(ridge, seq_k, d_k)
+        # even infinitely many rows stay below the ridge
+        if 2 * seq_k * d_k <= 4 * ridge * (d_k + seq_k):
+            assert answer is None, (
+                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: you say {answer} rows, "
+                "but no number of rows reaches it. Did you count the bytes of the "
+                "scores the product writes?"
             )
-            assert reaches(answer, ridge, seq_k, d_k), (
-                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer} rows fall short"
-            )
-            assert answer == 1 or not reaches(answer - 1, ridge, seq_k, d_k), (
-                f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer - 1} rows already "
-                "reach it"
-            )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
-            "rows_to_reach(ridge, seq_k, d_k) returns a whole number, or None."
-        ) from None
-    return "Exercise 3: correct."
+            continue
+        assert isinstance(answer, (int, np.integer)), (
+            f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: give a whole number"
+        )
+        assert reaches(answer, ridge, seq_k, d_k), (
+            f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer} rows fall short"
+        )
+        assert answer == 1 or not reaches(answer - 1, ridge, seq_k, d_k), (
+            f"ridge {ridge}, seq_k {seq_k}, d_k {d_k}: {answer - 1} rows already "
+            "reach it"
+        )
 
 
 print(check_exercise_3(rows_to_reach))

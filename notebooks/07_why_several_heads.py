@@ -42,15 +42,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn.learn import several_heads as sh
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.plots import plot_attention
 from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=2, suppress=True)
 FIGURES = Path("..") / "figures"  # the notebooks run in notebooks/
-NOT_YET = (  # what each exercise's check says while its ... is still there
-    "Exercise {}: not yet. Replace the ... with your answer and run the cell again."
-)
 
 # %% [markdown]
 # ## 1. One head, one average
@@ -438,10 +436,10 @@ def parameter_count(vocab, seq_len, d_model, num_heads):
 
 
 # %%
+@exercise(1, crash_hint="parameter_count(...) returns one whole number.")
 def check_exercise_1(function):
     sizes = [(16, 16, 32, 1), (16, 16, 32, 4), (7, 5, 12, 3), (3, 9, 8, 8)]
-    if function(*sizes[0]) is ...:
-        return NOT_YET.format(1)
+    not_yet(function(*sizes[0]))
     for vocab, seq_len, d_model, heads in sizes:
         model = sh.TwoSlotModel(heads, vocab=vocab, seq_len=seq_len, d_model=d_model)
         expected = model.parameter_count()
@@ -451,7 +449,6 @@ def check_exercise_1(function):
             f"{answer} instead of {expected}. Count embed, pos, W_qkv, W_o and both "
             "readouts"
         )
-    return "Exercise 1: correct."
 
 
 print(check_exercise_1(parameter_count))
@@ -491,12 +488,15 @@ def silenced_logits(model, tokens, head):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
+@exercise(2, crash_hint=(
+    "silenced_logits(model, tokens, head) returns an array of shape (2, batch, "
+    "seq_len, vocab)."
+))
 def check_exercise_2(function):
     model, check_tokens = models[4, 0], test_tokens[:64]
     W_o_before = model.attention.W_o.copy()
-    if function(model, check_tokens, 1) is ...:
-        return NOT_YET.format(2)
+    not_yet(function(model, check_tokens, 1))
     for head in range(model.num_heads):
         answer = function(model, check_tokens, head)
         assert np.array_equal(model.attention.W_o, W_o_before), (
@@ -510,7 +510,6 @@ def check_exercise_2(function):
             f"head {head}: not the logits of the model without that head. Zero "
             f"weights[:, {head}] only, on a copy of the weights, and keep the others"
         )
-    return "Exercise 2: correct."
 
 
 print(check_exercise_2(silenced_logits))
@@ -546,10 +545,9 @@ print(check_exercise_2(solution_silenced_logits))
 copied_row_accuracy = ...  # your measurement: np.array([previous, two_back])
 
 
-# %%
+# %% jupyter={"source_hidden": true}
+@exercise(3, crash_hint="Give the two accuracies as np.array([previous, two_back]).")
 def check_exercise_3(answer):
-    if answer is ...:
-        return NOT_YET.format(3)
     model = models[2, 0]
     _, weights = model(test_tokens)
     weights[:, 1] = weights[:, 0]
@@ -563,7 +561,6 @@ def check_exercise_3(answer):
         "not what the model gives: copy weights[:, 0] into weights[:, 1] (head 0 keeps "
         "its own), then score positions t >= 2 of both slots"
     )
-    return "Exercise 3: correct."
 
 
 print(check_exercise_3(copied_row_accuracy))

@@ -50,7 +50,9 @@ from mhattn.core.positions import (
     rope_angles,
     sinusoidal_encoding,
 )
+from mhattn.core.projection import project_qkv
 from mhattn.learn.model import load_trained
+from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=3, suppress=True)
@@ -299,10 +301,12 @@ print("interleaved, then reordered == reordered, then half-split:",
 # ## 5. RoPE in the module
 #
 # `MultiHeadAttention(..., rope=True)` rotates every head's queries and keys right after
-# the heads are split, by their absolute positions (three lines in `forward`):
+# the heads are split, by their absolute positions. `forward` leaves that to its
+# projection step: the module's `project` numbers the tokens (`start, start + 1, ...`),
+# and the last three lines of `project_qkv` rotate them:
 
 # %%
-show_source(MultiHeadAttention.forward)
+show_source(project_qkv)
 
 # %% [markdown]
 # With a KV cache, the new tokens are at positions `len(cache)` onwards. Their keys are
@@ -484,12 +488,9 @@ def offset_matrix(k, d_model):
 
 
 # %%
+@exercise(1, crash_hint="offset_matrix(k, d_model) returns a (d_model, d_model) array.")
 def check_exercise_1(offset_matrix):
-    if offset_matrix(1, 8) is ...:
-        return (
-            "Exercise 1: not yet. Replace the ... with your answer and run the cell "
-            "again."
-        )
+    not_yet(offset_matrix(1, 8))
     for k, d_model in ((1, 8), (5, 16), (12, 6)):
         table = sinusoidal_encoding(40 + k, d_model)
         M = np.asarray(offset_matrix(k, d_model))
@@ -507,7 +508,6 @@ def check_exercise_1(offset_matrix):
             "each pair (sin, cos) of frequency theta_i turns by k * theta_i; row 2i "
             "of M reads sin, row 2i + 1 reads cos"
         )
-    return "Exercise 1: correct."
 
 
 print(check_exercise_1(offset_matrix))
@@ -549,15 +549,13 @@ def rope_complex(x, positions):
 
 
 # %%
+@exercise(2, crash_hint=(
+    "rope_complex(x, positions) returns a real array of x's shape (..., seq_len, d_k)."
+))
 def check_exercise_2(rope_complex):
     x = np.random.default_rng(5).standard_normal((2, 3, 6, 8))
     positions = np.array([0, 1, 2, 9, 100, 2000])
-    answer = rope_complex(x, positions)
-    if answer is ...:
-        return (
-            "Exercise 2: not yet. Replace the ... with your answer and run the cell "
-            "again."
-        )
+    answer = not_yet(rope_complex(x, positions))
     answer = np.asarray(answer)
     assert answer.shape == x.shape and np.isrealobj(answer), (
         f"return a real array of x's shape {x.shape}; got {answer.dtype} of shape "
@@ -574,7 +572,6 @@ def check_exercise_2(rope_complex):
         "not apply_rope's numbers: the angles are positions[:, None] * theta_i with "
         "theta_i = 10000 ** (-2 i / d_k)"
     )
-    return "Exercise 2: correct."
 
 
 print(check_exercise_2(rope_complex))
@@ -605,13 +602,9 @@ print(check_exercise_2(solution_rope_complex))
 changed_positions = ...  # a set of positions between 0 and 7
 
 
-# %%
+# %% jupyter={"source_hidden": true}
+@exercise(3, crash_hint="Answer with a set of positions between 0 and 7, e.g. {0, 7}.")
 def check_exercise_3(prediction):
-    if prediction is ...:
-        return (
-            "Exercise 3: not yet. Replace the ... with your answer and run the cell "
-            "again."
-        )
     layer = MultiHeadAttention(16, 4, seed=7)
     x = np.random.default_rng(7).standard_normal((1, 8, 16))
     swapped = x[:, [0, 1, 5, 3, 4, 2, 6, 7]]
@@ -628,7 +621,6 @@ def check_exercise_3(prediction):
         f"{len(missing)} more row(s) change: a row changes when its own token, or the "
         "set of tokens it sees, changes"
     )
-    return "Exercise 3: correct."
 
 
 print(check_exercise_3(changed_positions))

@@ -58,6 +58,7 @@ from mhattn import (
 from mhattn.core.grad import attention_vjp
 from mhattn.engine import KVCache, flash_attention
 from mhattn.engine import flash as flash_module
+from mhattn.pictures.exercises import exercise
 from mhattn.pictures.source import show_source
 
 np.set_printoptions(precision=4, suppress=True)
@@ -1065,40 +1066,29 @@ print(check_exercise_2(solution_sequences_that_fit))
 tiles_prediction = ...  # (tiles computed, of which partly masked)
 
 
-# %%
+# %% jupyter={"source_hidden": true}
+@exercise(3, crash_hint=(
+    "tiles_prediction should be a pair of whole numbers: (computed, partly "
+    "masked)."
+))
 def check_exercise_3(prediction):
-    try:
-        if prediction is ...:
-            return (
-                "Exercise 3: not yet. Replace the ... with your answer and run the "
-                "cell again."
-            )
-        allowed = causal_mask(1024)
-        # (query tile, key tile)
-        fractions = allowed.reshape(8, 128, 8, 128).mean(axis=(1, 3))
-        computed, partly = (
-            int((fractions > 0).sum()),
-            int(((fractions > 0) & (fractions < 1)).sum()),
-        )
-        computed_guess, partly_guess = prediction
-        assert computed_guess == computed, (
-            f"{computed_guess} tiles computed? A tile is skipped only when every one "
-            "of "
-            "its entries is masked: "
-            "count the tiles on and below the diagonal"
-        )
-        assert partly_guess == partly, (
-            f"{partly_guess} partly masked? Only the tiles the diagonal runs through "
-            "are"
-        )
-    except (ValueError, TypeError, IndexError, AttributeError) as error:
-        # a near miss that crashes gets a hint, not a traceback
-        raise AssertionError(
-            f"Exercise 3: your answer raised {type(error).__name__}: {error}. "
-            "tiles_prediction should be a pair of whole numbers: (computed, partly "
-            "masked)."
-        ) from None
-    return "Exercise 3: correct."
+    allowed = causal_mask(1024)
+    # (query tile, key tile)
+    fractions = allowed.reshape(8, 128, 8, 128).mean(axis=(1, 3))
+    computed, partly = (
+        int((fractions > 0).sum()),
+        int(((fractions > 0) & (fractions < 1)).sum()),
+    )
+    computed_guess, partly_guess = prediction
+    assert computed_guess == computed, (
+        f"{computed_guess} tiles computed? A tile is skipped only when every one "
+        "of its entries is masked: in which tiles does the causal mask leave one "
+        "allowed entry?"
+    )
+    assert partly_guess == partly, (
+        f"{partly_guess} partly masked? A partly masked tile holds allowed and "
+        "masked entries both: where does the edge of the causal mask run?"
+    )
 
 
 print(check_exercise_3(tiles_prediction))

@@ -17,11 +17,12 @@ except ImportError:
 
 
 def require_torch():
-    """Skip the calling test without torch, except under CI=true, where a missing torch fails it."""
+    """torch, for the calling test (or test module); without it, skip, except under CI=true, where it fails."""
     if torch is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("torch is not installed, but CI=true: CI must run the autograd comparison")
-        pytest.skip("torch is not installed: autograd comparison skipped")
+            pytest.fail("torch is not installed, but CI=true: CI must run the comparisons with PyTorch")
+        pytest.skip("torch is not installed: comparison with PyTorch skipped", allow_module_level=True)
+    return torch
 
 
 def attention_row(q, K, V, allowed):
@@ -98,3 +99,17 @@ def numeric_gradient(loss, array, h):
         array[index] = old
         grad[index] = (up - down) / (2 * h)
     return grad
+
+
+def frequencies(d_k, base=10000.0):
+    """theta_i = base ** (-2 i / d_k), i = 0 .. d_k/2 - 1, written out once more."""
+    return np.array([base ** (-2.0 * i / d_k) for i in range(d_k // 2)])
+
+
+def complex_rope(x, positions, base=10000.0):
+    """RoPE as a complex product: x_i + 1j x_{i + d_k/2} times exp(1j p theta_i)."""
+    half = x.shape[-1] // 2
+    z = x[..., :half] + 1j * x[..., half:]  # (..., seq, d_k / 2)
+    phase = np.exp(1j * np.asarray(positions, dtype=np.float64)[:, None] * frequencies(x.shape[-1], base))
+    turned = z * phase  # (..., seq, d_k / 2)
+    return np.concatenate([turned.real, turned.imag], axis=-1)

@@ -3,18 +3,11 @@
 import numpy as np
 import oracle
 import pytest
+from helpers import raises, random_qkv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mhattn import causal_mask, padding_mask, scaled_dot_product_attention
-
-
-def random_qkv(rng, batch, heads, seq_q, seq_k, d_k, d_v, dtype=np.float64):
-    Q = rng.standard_normal((batch, heads, seq_q, d_k)).astype(dtype)
-    K = rng.standard_normal((batch, heads, seq_k, d_k)).astype(dtype)
-    V = rng.standard_normal((batch, heads, seq_k, d_v)).astype(dtype)
-    return Q, K, V
-
+from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention, softmax
 
 # Every axis a different length, so a transposed or mixed-up axis cannot go unnoticed.
 SHAPES = [
@@ -26,7 +19,8 @@ SHAPES = [
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matches_the_oracle_without_a_mask(shape):
-    Q, K, V = random_qkv(np.random.default_rng(0), *shape)
+    batch, heads, seq_q, seq_k, d_k, d_v = shape
+    Q, K, V = random_qkv(np.random.default_rng(0), (batch, heads, seq_q, d_k), seq_k, d_v)
     output, weights = scaled_dot_product_attention(Q, K, V)
     expected_output, expected_weights = oracle.attention(Q, K, V)
     np.testing.assert_allclose(weights, expected_weights, rtol=0, atol=1e-10)
@@ -36,8 +30,8 @@ def test_matches_the_oracle_without_a_mask(shape):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_matches_the_oracle_with_a_random_per_head_mask(shape):
     rng = np.random.default_rng(1)
-    Q, K, V = random_qkv(rng, *shape)
-    batch, heads, seq_q, seq_k = shape[:4]
+    batch, heads, seq_q, seq_k, d_k, d_v = shape
+    Q, K, V = random_qkv(rng, (batch, heads, seq_q, d_k), seq_k, d_v)
     mask = rng.random((batch, heads, seq_q, seq_k)) < 0.6
     mask[0, 0, 0] = False  # at least one fully masked row
     output, weights = scaled_dot_product_attention(Q, K, V, mask)
@@ -48,7 +42,7 @@ def test_matches_the_oracle_with_a_random_per_head_mask(shape):
 
 def test_matches_the_oracle_with_causal_and_padding_masks_combined():
     rng = np.random.default_rng(2)
-    Q, K, V = random_qkv(rng, 3, 2, 6, 6, 4, 5)
+    Q, K, V = random_qkv(rng, (3, 2, 6, 4), 6, 5)
     mask = causal_mask(6) & padding_mask([6, 3, 1], 6)  # (3, 1, 6, 6)
     output, weights = scaled_dot_product_attention(Q, K, V, mask)
     expected_output, expected_weights = oracle.attention(Q, K, V, mask)
@@ -63,7 +57,7 @@ def test_matches_the_oracle_with_causal_and_padding_masks_combined():
 )
 def test_rows_sum_to_one_and_masked_keys_get_exactly_zero(batch, heads, seq_q, seq_k, d_k, seed, dtype):
     rng = np.random.default_rng(seed)
-    Q, K, V = random_qkv(rng, batch, heads, seq_q, seq_k, d_k, 3, dtype)
+    Q, K, V = random_qkv(rng, (batch, heads, seq_q, d_k), seq_k, 3, dtype=dtype)
     Q *= 10  # sharp distributions, where rounding is hardest
     mask = rng.random((batch, heads, seq_q, seq_k)) < 0.5
     output, weights = scaled_dot_product_attention(Q, K, V, mask)
@@ -77,7 +71,7 @@ def test_rows_sum_to_one_and_masked_keys_get_exactly_zero(batch, heads, seq_q, s
 
 
 def test_a_fully_masked_query_gets_zero_weights_and_zero_output():
-    Q, K, V = random_qkv(np.random.default_rng(3), 1, 1, 3, 4, 2, 2)
+    Q, K, V = random_qkv(np.random.default_rng(3), (1, 1, 3, 2), 4, 2)
     mask = np.ones((3, 4), dtype=bool)
     mask[1] = False
     output, weights = scaled_dot_product_attention(Q, K, V, mask)
@@ -88,7 +82,7 @@ def test_a_fully_masked_query_gets_zero_weights_and_zero_output():
 
 
 def test_a_mask_that_blocks_nothing_changes_nothing():
-    Q, K, V = random_qkv(np.random.default_rng(4), 2, 2, 3, 5, 4, 4)
+    Q, K, V = random_qkv(np.random.default_rng(4), (2, 2, 3, 4), 5, 4)
     unmasked = scaled_dot_product_attention(Q, K, V)
     masked = scaled_dot_product_attention(Q, K, V, np.ones((3, 5), dtype=bool))
     np.testing.assert_array_equal(unmasked[0], masked[0])
@@ -129,8 +123,149 @@ def test_no_leading_axes_and_many_leading_axes_both_work():
 
 
 def test_inputs_are_not_modified():
-    Q, K, V = random_qkv(np.random.default_rng(7), 1, 2, 3, 3, 4, 4)
+    Q, K, V = random_qkv(np.random.default_rng(7), (1, 2, 3, 4), 3, 4)
     copies = [a.copy() for a in (Q, K, V)]
     scaled_dot_product_attention(Q, K, V, causal_mask(3))
     for before, after in zip(copies, (Q, K, V), strict=True):
         np.testing.assert_array_equal(before, after)
+
+
+# --- float16, overflow and empty axes: a clear error or an empty result, never a silent NaN ---
+
+
+def test_float16_attention_is_as_accurate_as_one_rounding_to_float16():
+    rng = np.random.default_rng(0)
+    Q, K, V = (rng.standard_normal((2, 3, 40, 16)).astype(np.float16) for _ in range(3))
+    output, weights = scaled_dot_product_attention(Q, K, V, causal_mask(40))
+    assert output.dtype == weights.dtype == np.float16
+    exact = [a.astype(np.float64) for a in (Q, K, V)]
+    exact_output, exact_weights = scaled_dot_product_attention(*exact, causal_mask(40))
+    # float32 arithmetic adds ~seq_k * eps32 relative error, far below the final rounding to float16:
+    # each result is within half a float16 spacing of the exact one (one ulp allows for the float32 part).
+    for got, exact in ((output, exact_output), (weights, exact_weights)):
+        spacing = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+        assert np.all(np.abs(got.astype(np.float64) - exact) <= spacing + 40 * 2**-23 * np.abs(exact).max())
+
+
+def test_scores_that_overflow_float32_raise_instead_of_returning_nan():
+    Q = np.full((1, 4, 8), 1e20, np.float32)  # q.k = 8e40 > float32's 3.4e38
+    with pytest.raises(FloatingPointError, match="overflowed float32.*compute in float64"):
+        scaled_dot_product_attention(Q, Q, np.ones((1, 4, 2), np.float32))
+    output, _ = scaled_dot_product_attention(Q.astype(np.float64), Q.astype(np.float64), np.ones((1, 4, 2)))
+    np.testing.assert_array_equal(output, 1.0)  # the same input in float64 is fine
+
+
+def test_huge_scores_and_a_fully_masked_row_together():
+    """The -1e9-for--inf slip: huge scores with an empty row must give zeros there, exact weights elsewhere."""
+    Q = np.array([[[1e6, 0.0], [1e6, 0.0], [-1e6, 0.0]]])  # scores ~ +-7e11: far beyond -1e9
+    V = np.array([[[1.0], [2.0], [3.0]]])
+    mask = np.array([[True, False, False], [False, False, False], [True, True, True]])
+    output, weights = scaled_dot_product_attention(Q, Q, V, mask)
+    np.testing.assert_array_equal(weights[0, 1], 0.0)  # empty row: nothing, not spread over masked keys
+    np.testing.assert_array_equal(output[0, 1], 0.0)
+    np.testing.assert_array_equal(weights[0, 0], [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(weights[0, 2], [0.0, 0.0, 1.0])  # the largest score, q.k = +1e12, wins outright
+
+
+@pytest.mark.parametrize("call", ["attention", "module"])
+def test_scores_overflowing_to_minus_infinity_raise_instead_of_looking_masked(call):
+    """q.k = -8e40: every allowed score is -inf in float32, which looked like a fully masked row (zeros)."""
+    Q = np.full((1, 3, 8), 1e20, np.float32)
+    if call == "attention":
+        with pytest.raises(FloatingPointError, match="overflowed float32.*a score"):
+            scaled_dot_product_attention(Q, -Q, np.ones((1, 3, 2), np.float32))
+        return
+    mha = MultiHeadAttention(8, 2)
+    mha.W_qkv = np.hstack([np.eye(8), -np.eye(8), np.eye(8)]) * 1e10  # K = -Q, both ~1e10 x
+    with pytest.raises(FloatingPointError, match="overflowed float32.*a score"):
+        mha(np.full((1, 3, 8), 1e10, np.float32))
+    mha(np.full((1, 3, 8), 1e10))  # float64 holds the scores (~1e41): no error
+
+
+def test_no_queries_give_an_empty_output_and_no_keys_give_zeros():
+    Q, K, V = np.ones((2, 0, 4)), np.ones((2, 5, 4)), np.ones((2, 5, 3))
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    assert output.shape == (2, 0, 3) and weights.shape == (2, 0, 5)
+    output, weights = scaled_dot_product_attention(np.ones((2, 3, 4)), np.ones((2, 0, 4)), np.ones((2, 0, 3)))
+    np.testing.assert_array_equal(output, np.zeros((2, 3, 3)))  # a query with no key receives nothing
+    assert weights.shape == (2, 3, 0)
+    assert softmax(np.zeros((3, 0))).shape == (3, 0)
+
+
+def test_zero_depth_is_named_not_a_division_by_zero():
+    with raises(ValueError, "Q and K must have depth d_k >= 1 (last axis), to divide by sqrt(d_k); got Q (2, 3, 0)"):
+        scaled_dot_product_attention(np.ones((2, 3, 0)), np.ones((2, 3, 0)), np.ones((2, 3, 1)))
+
+
+# --- bad input: each error names the argument, the expected and the actual value --------------
+
+
+Q, K, V = np.zeros((2, 3, 4)), np.zeros((2, 5, 4)), np.zeros((2, 5, 6))
+
+
+@pytest.mark.parametrize(
+    "args, error, message",
+    [
+        ((Q, np.zeros((2, 5, 3)), V), ValueError,
+         "Q and K must have the same depth d_k (last axis); got Q (2, 3, 4) and K (2, 5, 3)"),
+        ((Q, K, np.zeros((2, 4, 6))), ValueError,
+         "K and V must have the same length seq_k (axis -2); got K (2, 5, 4) and V (2, 4, 6)"),
+        ((np.zeros(4), K, V), ValueError, "Q must have shape (..., seq_len, depth); got shape (4,)"),
+        ((np.zeros((3, 3, 4)), K, V), ValueError,
+         "the leading (batch, head) axes of Q, K and V must broadcast; got Q (3, 3, 4), K (2, 5, 4), V (2, 5, 6)"),
+        ((Q, K.astype(bool), V), TypeError, "K must hold real numbers; got an array of dtype bool"),
+        ((Q, K, np.full((2, 5, 6), np.nan)), ValueError, "V must be finite; found nan at index (0, 0, 0)"),
+    ],
+)
+def test_sdpa_shape_and_value_errors(args, error, message):
+    with raises(error, message):
+        scaled_dot_product_attention(*args)
+
+
+def test_sdpa_mask_must_fit_its_scores():
+    message = "mask of shape (3, 3) does not fit scores of shape (2, 3, 5)"
+    with raises(ValueError, message):
+        scaled_dot_product_attention(Q, K, V, mask=np.ones((3, 3), dtype=bool))
+
+
+def test_sdpa_mask_must_be_boolean():
+    with pytest.raises(TypeError, match="mask must be a boolean array .* got dtype float64"):
+        scaled_dot_product_attention(Q, K, V, mask=np.ones((3, 5)))
+
+
+# --- the scale before the product, and longdouble ---------------------------------------------
+
+
+RNG = np.random.default_rng(16)
+
+
+def test_attention_does_not_overflow_q_k_before_dividing_by_sqrt_d_k():
+    # |q|, |k| near sqrt(max / 32) with d_k = 64: q . k = 64 * max / 32 = 2 max overflows float32,
+    # the score q . k / 8 = max / 4 does not. Equal q and k: the row is all equal scores -> mean of V.
+    d_k = 64
+    big = np.float32(np.sqrt(np.finfo(np.float32).max / 32))
+    Q = np.full((1, 2, d_k), -big, dtype=np.float32)
+    K = np.full((3, d_k), big, dtype=np.float32)
+    V = RNG.standard_normal((3, 4)).astype(np.float32)
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(weights, np.full((1, 2, 3), 1 / 3), rtol=1e-6)
+    np.testing.assert_allclose(output, np.broadcast_to(V.mean(axis=0), (1, 2, 4)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps, reason="longdouble is float64 here")
+def test_longdouble_attention_is_accurate_to_longdouble_precision():
+    # Oracle: every score q.k / sqrt(d_k) and the softmax written out in longdouble, one query at a time.
+    d_k = 3  # sqrt(3) is irrational: a float64 sqrt errs by ~1e-17, 100x longdouble's eps
+    Q = RNG.standard_normal((4, d_k)).astype(np.longdouble)
+    K = RNG.standard_normal((5, d_k)).astype(np.longdouble)
+    V = RNG.standard_normal((5, 2)).astype(np.longdouble)
+    root = np.sqrt(np.longdouble(d_k))
+    expected = np.zeros((4, 2), dtype=np.longdouble)
+    for i in range(4):
+        scores = np.array([sum(Q[i, c] * K[j, c] for c in range(d_k)) / root for j in range(5)])
+        exps = np.exp(scores - scores.max())
+        expected[i] = sum(exps[j] * V[j] for j in range(5)) / exps.sum()
+    output, weights = scaled_dot_product_attention(Q, K, V)
+    assert output.dtype == weights.dtype == np.longdouble
+    eps = np.finfo(np.longdouble).eps
+    assert np.abs(output - expected).max() <= 32 * eps * np.abs(V).max()  # ~d_k + seq_k roundings

@@ -18,6 +18,7 @@ import jupytext
 import nbformat
 import numpy as np
 import pytest
+from oracle import require_torch
 
 import mhattn
 
@@ -150,7 +151,7 @@ def test_02_exercise_3_answer_left_padding_with_a_causal_mask_empties_every_padd
 
 
 def _torch_with_zero_rows():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     major, minor = (int(part) for part in torch.__version__.split(".")[:2])
     if (major, minor) < (2, 5):
         pytest.skip(f"torch {torch.__version__}: the zero-row behaviour the notebook quotes starts at 2.5")

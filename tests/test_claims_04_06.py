@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from oracle import require_torch
 from sklearn.decomposition import PCA
 
 from mhattn import MultiHeadAttention, split_heads
@@ -266,7 +267,7 @@ def test_04_heads_share_the_projection_and_product_flops_but_each_has_its_own_sc
 
 
 def test_04_torch_initialises_in_proj_by_xavier_and_out_proj_by_linears_default_with_zero_biases():
-    torch = pytest.importorskip("torch")
+    torch = require_torch()
     torch.manual_seed(0)
     d_model = 64
     layer = torch.nn.MultiheadAttention(d_model, 4)

@@ -1,6 +1,6 @@
 """The block engine: the teaching path's numbers, in O(seq_len) memory, safe from any thread.
 
-Every comparison uses a tolerance derived from the inputs (:func:`tolerances`), never one
+Every comparison uses a tolerance derived from the inputs (:func:`helpers.attention_tolerances`), never one
 tuned until the suite passed.
 """
 
@@ -14,9 +14,11 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from helpers import attention_tolerances, projected_tolerances, random_qkv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mhattn
 from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, KVCache, blocks, blockwise_attention, bounds, flash
 from mhattn.engine.blocks import BLOCK_SCORES
@@ -25,62 +27,15 @@ DTYPES = [np.float16, np.float32, np.float64, np.longdouble]
 rng = np.random.default_rng(20240611)
 
 
-def tolerances(Q, K, V):
-    """Bounds on ``|engine - teaching|`` for attention on these inputs: ``(output, weights)``.
-
-    Both paths compute the same sums in different orders (the engine scales ``q`` instead of
-    the scores, may skip the max subtraction, sums rows with BLAS). With ``eps`` the unit
-    roundoff of the dtype computed in, each path's error against the exact result is bounded:
-
-    * a score ``q . k / sqrt(d_k)`` is off by at most ``((d_k + 2) * eps + 2 * eps_64) * S``:
-      ``d_k`` for the dot product, 2 for the subtraction of the row's maximum, and two
-      roundings for the scale ``1 / sqrt(d_k)``, which the teaching path computes as a Python
-      float (so with float64's ``eps_64`` even for longdouble); ``S = max|q| * max|k| / sqrt(d_k)``
-      bounds every score (Cauchy-Schwarz);
-    * ``exp`` turns an absolute score error into the same *relative* error, plus ``eps``;
-      the row sum adds ``seq_k * eps`` relative, the division ``eps``. So each weight is off
-      by ``w * r`` with ``r = 2 * (score error) + (seq_k + 2) * eps``, at most ``r``;
-    * the output ``sum_j w_j v_j`` is off by ``sum_j |dw_j| |v_j|`` (at most ``r * max|v|``,
-      as the weights sum to one) plus the product's own rounding, ``seq_k * eps * max|v|``.
-
-    Two paths each within these of the exact result are within twice them of each other.
-    float16 is computed in float32 by both and rounded once at the end: that can part them
-    by one more float16 unit in the last place of the largest value (1 for the weights).
-    """
-    dtype = np.result_type(Q, K, V)
-    work = np.float32 if dtype == np.float16 else dtype
-    eps = float(np.finfo(work).eps)
-    d_k, seq_k = Q.shape[-1], K.shape[-2]
-    S = _max_norm(Q) * _max_norm(K) / math.sqrt(d_k)
-    max_v = float(np.abs(V.astype(np.float64)).max(initial=0.0))
-    eps_scale = max(eps, float(np.finfo(np.float64).eps))
-    r = 2 * ((d_k + 2) * eps + 2 * eps_scale) * S + (seq_k + 2) * eps
-    weights, output = 2 * r, max_v * 2 * (r + seq_k * eps)  # in this order: 2 * max_v may overflow
-    if dtype == np.float16:
-        half = float(np.finfo(np.float16).eps)
-        weights, output = weights + half, output + half * max_v
-    return output, weights
-
-
 def module_tolerances(recorder, x):
     """Bounds on ``|FastMultiHeadAttention - MultiHeadAttention|``: ``(output, weights)``.
 
     ``recorder`` is a :class:`_Recorder` that has just run on ``x``. Both modules compute the
-    same ``Q, K, V`` (the same code), so only the heads' outputs ``H`` differ, by at most
-    ``t`` (:func:`tolerances`), and the weights. ``H @ W_o`` then differs by at most
-    ``c * t``, plus each product's rounding ``d_model * eps * c * max|H|``, with ``c`` the
-    largest column sum of ``|W_o|``. float16 adds one unit of its own at the end.
+    same ``Q, K, V`` (the same code), so only the heads' outputs ``H`` differ
+    (:func:`helpers.projected_tolerances`).
     """
     Q, K, V, heads = recorder.seen
-    t, t_weights = tolerances(Q, K, V)
-    eps = float(np.finfo(heads.dtype).eps)
-    c = float(np.abs(recorder.W_o).sum(axis=0).max())
-    max_h = float(np.abs(heads).max(initial=0.0))
-    bound = c * (t + 2 * recorder.d_model * eps * max_h)
-    if np.asarray(x).dtype == np.float16:
-        bound += float(np.finfo(np.float16).eps) * c * max_h
-        t_weights += float(np.finfo(np.float16).eps)
-    return bound, t_weights
+    return projected_tolerances(attention_tolerances(Q, K, V), heads, recorder.W_o, np.asarray(x).dtype)
 
 
 class _Recorder(MultiHeadAttention):
@@ -97,23 +52,12 @@ def assert_close(actual, desired, bound):
     np.testing.assert_allclose(actual.astype(np.longdouble), desired.astype(np.longdouble), rtol=0, atol=bound)
 
 
-def _max_norm(X):
-    return float(np.sqrt((X.astype(np.float64) ** 2).sum(axis=-1)).max(initial=0.0))
-
-
-def random_qkv(q_shape, seq_k, d_v=None, dtype=np.float64, scale=1.0):
-    Q = (scale * rng.standard_normal(q_shape)).astype(dtype)
-    K = rng.standard_normal(q_shape[:-2] + (seq_k, q_shape[-1])).astype(dtype)
-    V = rng.standard_normal(q_shape[:-2] + (seq_k, d_v or q_shape[-1])).astype(dtype)
-    return Q, K, V
-
-
 def assert_same_as_teaching(Q, K, V, mask=None, **options):
     """Both ways of calling the engine give the teaching path's output and weights."""
     expected, expected_weights = scaled_dot_product_attention(Q, K, V, mask)
     output, weights = blockwise_attention(Q, K, V, mask, need_weights=True, **options)
     alone = blockwise_attention(Q, K, V, mask, need_weights=False, **options)
-    t_output, t_weights = tolerances(Q, K, V)
+    t_output, t_weights = attention_tolerances(Q, K, V)
     for array, reference in ((output, expected), (alone, expected), (weights, expected_weights)):
         assert array.shape == reference.shape and array.dtype == reference.dtype
     assert_close(output, expected, t_output)
@@ -129,7 +73,7 @@ def assert_same_as_teaching(Q, K, V, mask=None, **options):
 @pytest.mark.parametrize("block_size", [None, 1, 3, 1000])
 @pytest.mark.parametrize("seq_q, seq_k", [(7, 7), (5, 11), (12, 3)])
 def test_equals_the_teaching_path_for_every_dtype_block_size_and_cross_shape(dtype, block_size, seq_q, seq_k):
-    Q, K, V = random_qkv((2, 3, seq_q, 8), seq_k, d_v=5, dtype=dtype)
+    Q, K, V = random_qkv(rng, (2, 3, seq_q, 8), seq_k, d_v=5, dtype=dtype)
     assert_same_as_teaching(Q, K, V, block_size=block_size)
 
 
@@ -138,7 +82,7 @@ def test_equals_the_teaching_path_for_every_dtype_block_size_and_cross_shape(dty
 def test_small_and_huge_scores_with_fully_masked_rows(dtype, scale):
     """Both branches of the max shortcut (taken only for provably small scores), with masked rows."""
     scale = min(scale, 200.0) if dtype == np.float16 else scale  # float16's largest value is 65504
-    Q, K, V = random_qkv((2, 2, 9, 4), 9, dtype=dtype, scale=scale)
+    Q, K, V = random_qkv(rng, (2, 2, 9, 4), 9, dtype=dtype, scale=scale)
     mask = causal_mask(9) & (np.arange(9) != 4)[:, None]  # query 4 may attend to nothing
     output, weights = assert_same_as_teaching(Q, K, V, mask, block_size=2)
     assert not output[..., 4, :].any() and not weights[..., 4, :].any()
@@ -199,7 +143,7 @@ def test_the_max_shortcut_is_taken_exactly_when_the_scores_are_provably_small(mo
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_causal_and_padding_masks_on_four_dimensional_inputs(dtype):
-    Q, K, V = random_qkv((3, 2, 10, 8), 10, dtype=dtype)
+    Q, K, V = random_qkv(rng, (3, 2, 10, 8), 10, dtype=dtype)
     padding = padding_mask([10, 4, 0], 10)  # (3, 1, 1, 10); the last sequence is all padding
     for mask in (causal_mask(10), padding, padding & causal_mask(10)):
         output, _ = assert_same_as_teaching(Q, K, V, mask, block_size=3)
@@ -209,9 +153,9 @@ def test_causal_and_padding_masks_on_four_dimensional_inputs(dtype):
 def test_default_blocks_of_many_rows_and_of_several_whole_heads():
     """Both shapes of default block: rows of one head (long sequences), whole heads (short ones)."""
     long_q = 2 * BLOCK_SCORES // 300 + 5  # a head's scores fill two blocks and a bit
-    Q, K, V = random_qkv((1, 2, long_q, 8), 300, dtype=np.float32)
+    Q, K, V = random_qkv(rng, (1, 2, long_q, 8), 300, dtype=np.float32)
     assert_same_as_teaching(Q, K, V, causal_mask(long_q)[:, :300])
-    Q, K, V = random_qkv((2, 37, 20, 8), 20, dtype=np.float32)  # 37 heads of 400 scores, in groups
+    Q, K, V = random_qkv(rng, (2, 37, 20, 8), 20, dtype=np.float32)  # 37 heads of 400 scores, in groups
     assert_same_as_teaching(Q, K, V)
 
 
@@ -263,7 +207,7 @@ def test_any_shape_block_size_dtype_and_mask_match_the_teaching_path(
 def test_huge_values_give_the_same_numbers_with_and_without_weights(dtype):
     """exp(scores) @ V would overflow before the division by the row sums; weights @ V cannot."""
     big = float(np.finfo(dtype).max) / 8
-    Q, K, _ = random_qkv((2, 300, 8), 300, dtype=dtype, scale=0.01)  # small scores: the max shortcut
+    Q, K, _ = random_qkv(rng, (2, 300, 8), 300, dtype=dtype, scale=0.01)  # small scores: the max shortcut
     V = np.full((2, 300, 4), big, dtype=dtype)
     V[:, ::3] *= -0.5
     output = assert_same_as_teaching(Q, K, V)[0]
@@ -286,16 +230,16 @@ def test_scores_that_overflow_only_where_masked_are_fine():
     mask = np.array([[False, False, True, True, True]])  # (seq_q or 1, seq_k)
     expected, _ = scaled_dot_product_attention(Q, K, V, mask)
     output = blockwise_attention(Q, K, V, mask)
-    assert_close(output, expected, tolerances(Q, K[2:], V[2:])[0])  # the keys that count
+    assert_close(output, expected, attention_tolerances(Q, K[2:], V[2:])[0])  # the keys that count
 
 
 def test_float16_is_computed_in_float32():
     """float16 alone cannot hold exp(11.1) or sum 70000 weights; the result is float16 all the same."""
-    Q, K, V = random_qkv((1, 256, 8), 4096, dtype=np.float16, scale=4.0)  # rows of 4096 weights
+    Q, K, V = random_qkv(rng, (1, 256, 8), 4096, dtype=np.float16, scale=4.0)  # rows of 4096 weights
     output, weights = blockwise_attention(Q, K, V, need_weights=True)
     assert output.dtype == weights.dtype == np.float16
     exact, exact_weights = scaled_dot_product_attention(*(a.astype(np.float64) for a in (Q, K, V)))
-    t_output, t_weights = tolerances(Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32))
+    t_output, t_weights = attention_tolerances(Q.astype(np.float32), K.astype(np.float32), V.astype(np.float32))
     half = float(np.finfo(np.float16).eps)
     max_v = float(np.abs(V).max())
     np.testing.assert_allclose(output, exact, rtol=0, atol=t_output + half * max_v)
@@ -484,7 +428,7 @@ def test_block_size_must_be_a_positive_int(bad):
 
 
 def test_numpy_integer_block_size_is_fine():
-    Q, K, V = random_qkv((5, 4), 6)
+    Q, K, V = random_qkv(rng, (5, 4), 6)
     np.testing.assert_array_equal(
         blockwise_attention(Q, K, V, block_size=np.int64(2)), blockwise_attention(Q, K, V, block_size=2)
     )
@@ -517,8 +461,13 @@ def test_bad_arrays_are_rejected_like_the_teaching_path(shapes, mask, message):
 
 
 def test_inputs_are_left_untouched():
-    Q, K, V = random_qkv((2, 40, 8), 40, dtype=np.float32)
+    Q, K, V = random_qkv(rng, (2, 40, 8), 40, dtype=np.float32)
     copies = [a.copy() for a in (Q, K, V)]
     blockwise_attention(Q, K, V, causal_mask(40), block_size=3, need_weights=True)
     for a, b in zip((Q, K, V), copies, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_engine_and_production_names_are_exported_at_top_level():
+    for name in ("FastMultiHeadAttention", "KVCache", "blockwise_attention", "flash_attention"):
+        assert getattr(mhattn, name) is getattr(mhattn.engine, name)

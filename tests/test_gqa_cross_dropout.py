@@ -1,61 +1,19 @@
 """Grouped-query attention, cross-attention and attention dropout, against PyTorch and the definitions.
 
 torch is an optional test dependency: the PyTorch comparisons (marked ``needs_torch``)
-skip where it is missing, except in CI (CI=true), where a missing torch is a failure (as in
-test_torch_twin.py). The other tests run everywhere.
+skip where it is missing, except in CI (CI=true), where a missing torch is a failure
+(``oracle.require_torch``). The other tests run everywhere; tolerances are
+:func:`helpers.module_tolerances`.
 """
 
 import math
-import os
-import re
 
 import numpy as np
 import pytest
+from helpers import module_tolerances, needs_torch, raises, torch_twin
+from oracle import torch
 
 from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
-
-try:
-    import torch
-except ImportError:
-    if os.environ.get("CI") == "true":
-        raise  # CI installs torch==2.13.0: fail loudly if it is missing
-    torch = None
-needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed: PyTorch twin tests skipped")
-
-
-def tolerances(mha, x, context=None):
-    """Derived bounds ``(output_atol, weights_atol)`` on |mhattn - torch|, both in float64.
-
-    A dot product of n terms is off by at most ``n * eps * |a| |b|`` (norms), so, with ``X`` the
-    largest row norm of ``x`` and ``context`` and ``W``, ``W_o`` the largest column norms:
-
-    * every projected q, k, v entry is at most ``P = X W``, off by ``d_model eps P``;
-    * every score ``q . k / sqrt(d_k)`` is at most ``S = sqrt(d_k) P^2`` (Cauchy-Schwarz), off by
-      ``(2 d_model + d_k) eps S`` (the errors of q and k, and the dot product's own);
-    * ``exp`` turns that into a relative weight error, doubled by the normalisation, plus
-      ``(seq_k + 4) eps`` for the row sum, the division and ``exp``: ``rel`` below;
-    * a head's output, a weighted average of values (each at most ``P``), is off by
-      ``P (rel + (d_model + seq_k) eps)``; ``W_o`` sums ``d_model`` of them:
-      ``sqrt(d_model) W_o (head error + d_model eps P)``.
-
-    Each side is within that of the exact answer, so they are within twice it of each other.
-    A wrong head, column or mask moves the outputs by O(1), far above these bounds.
-    """
-    eps = float(np.finfo(np.float64).eps)
-    d_model, d_k = mha.d_model, mha.d_k
-    sources = [x] if context is None else [x, context]
-    X = max(float(np.linalg.norm(a, axis=-1).max()) for a in sources)
-    P = X * float(np.linalg.norm(mha.W_qkv, axis=0).max())
-    S = math.sqrt(d_k) * P**2
-    seq_k = sources[-1].shape[1]
-    rel = eps * (2 * (2 * d_model + d_k) * S + seq_k + 4)
-    head = P * (rel + (d_model + seq_k) * eps)
-    output = math.sqrt(d_model) * float(np.linalg.norm(mha.W_o, axis=0).max()) * (head + d_model * eps * P)
-    return 2 * output, 2 * rel
-
-
-def raises(error, message):
-    return pytest.raises(error, match=re.escape(message))
 
 
 def torch_gqa_forward(mha, x, context=None, mask=None):
@@ -88,7 +46,7 @@ def test_grouped_query_attention_equals_torch_enable_gqa(num_heads, num_kv_heads
     x = np.random.default_rng(num_heads).standard_normal((2, 7, d_model))
     mask = causal_mask(7) if masked else None
     output, weights = mha(x, mask)
-    np.testing.assert_allclose(output, torch_gqa_forward(mha, x, mask=mask), rtol=0, atol=tolerances(mha, x)[0])
+    np.testing.assert_allclose(output, torch_gqa_forward(mha, x, mask=mask), rtol=0, atol=module_tolerances(mha, x)[0])
     assert weights.shape == (2, num_heads, 7, 7)
 
 
@@ -110,7 +68,7 @@ def test_query_head_h_reads_key_value_head_h_over_the_group_size():
         scores = Q[0, h] @ K[0, h // 3].T / math.sqrt(d_k)
         expected = np.exp(scores - scores.max(-1, keepdims=True))
         expected /= expected.sum(-1, keepdims=True)
-        np.testing.assert_allclose(weights[0, h], expected, rtol=0, atol=tolerances(mha, x)[1])
+        np.testing.assert_allclose(weights[0, h], expected, rtol=0, atol=module_tolerances(mha, x)[1])
 
 
 def test_num_kv_heads_none_changes_nothing():
@@ -129,7 +87,7 @@ def test_num_kv_heads_equal_to_num_heads_equals_nn_multiheadattention():
     x = np.random.default_rng(5).standard_normal((2, 6, 16))
     with torch.no_grad():
         expected, _ = twin(*(torch.from_numpy(x),) * 3)
-    np.testing.assert_allclose(mha(x)[0], expected.numpy(), rtol=0, atol=tolerances(mha, x)[0])
+    np.testing.assert_allclose(mha(x)[0], expected.numpy(), rtol=0, atol=module_tolerances(mha, x)[0])
 
 
 @pytest.mark.parametrize(
@@ -155,15 +113,6 @@ def test_bad_num_kv_heads(num_heads, num_kv_heads, error, message):
 # --- cross-attention ---------------------------------------------------------------------
 
 
-def torch_twin(mha):
-    """nn.MultiheadAttention holding mhattn's weights (torch computes x @ W.T, we compute x @ W)."""
-    twin = torch.nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=False, batch_first=True, dtype=torch.float64)
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.from_numpy(mha.W_qkv.T.copy()))
-        twin.out_proj.weight.copy_(torch.from_numpy(mha.W_o.T.copy()))
-    return twin
-
-
 @needs_torch
 @pytest.mark.parametrize("seq_q, seq_k", [(5, 9), (9, 5), (1, 12)])
 def test_cross_attention_equals_nn_multiheadattention_with_a_key_padding_mask(seq_q, seq_k):
@@ -183,7 +132,7 @@ def test_cross_attention_equals_nn_multiheadattention_with_a_key_padding_mask(se
             average_attn_weights=False,
         )
     assert output.shape == (3, seq_q, 24) and weights.shape == (3, 3, seq_q, seq_k)
-    output_atol, weights_atol = tolerances(mha, x, context)
+    output_atol, weights_atol = module_tolerances(mha, x, context)
     np.testing.assert_allclose(output, expected_output.numpy(), rtol=0, atol=output_atol)
     np.testing.assert_allclose(weights, expected_weights.numpy(), rtol=0, atol=weights_atol)
     assert np.all(weights[2, :, :, 1:] == 0)  # padded context tokens get exactly no weight
@@ -196,14 +145,14 @@ def test_grouped_cross_attention_equals_torch_enable_gqa():
     x, context = generator.standard_normal((2, 4, 32)), generator.standard_normal((2, 11, 32))
     mask = padding_mask([11, 6], 11)
     expected = torch_gqa_forward(mha, x, context=context, mask=mask)
-    atol = tolerances(mha, x, context)[0]
+    atol = module_tolerances(mha, x, context)[0]
     np.testing.assert_allclose(mha(x, mask, context=context)[0], expected, rtol=0, atol=atol)
 
 
 def test_cross_attention_with_x_as_context_is_self_attention():
     mha = MultiHeadAttention(16, 4, seed=4, num_kv_heads=2)
     x = np.random.default_rng(2).standard_normal((2, 5, 16))
-    np.testing.assert_allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=tolerances(mha, x)[0])
+    np.testing.assert_allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=module_tolerances(mha, x)[0])
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 import oracle
 import pytest
+from helpers import small_module
 from oracle import require_torch, torch
 
 from mhattn import (
@@ -370,3 +371,38 @@ def test_vjp_matches_torch_autograd_in_float64(shape, mask_name):
     expected = torch_gradients(mha, x, mask, d_output)
     for name in ("x", "W_qkv", "W_o"):
         np.testing.assert_allclose(grads[name], expected[name], rtol=0, atol=TORCH_ATOL, err_msg=name)
+
+
+# --- the backward never reads an array the caller may change ----------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vjp_backward_ignores_an_in_place_residual_update_of_x(dtype):
+    mha, x, d_out = small_module(dtype)
+    expected = mha.vjp(x.copy())[2](d_out)  # a backward whose x nobody touches
+    output, _, backward = mha.vjp(x)
+    x += output  # the residual stream, updated in place after the forward
+    for name, grad in backward(d_out).items():
+        np.testing.assert_array_equal(grad, expected[name], err_msg=name)
+
+
+def test_vjp_backward_ignores_changes_to_the_weights_it_returned():
+    mha, x, d_out = small_module()
+    expected = mha.vjp(x)[2](d_out)
+    _, weights, backward = mha.vjp(x)
+    weights *= 0.5  # the caller's array: the backward must not read it
+    for name, grad in backward(d_out).items():
+        np.testing.assert_array_equal(grad, expected[name], err_msg=name)
+
+
+def test_multihead_vjp_backward_ignores_in_place_changes_to_every_input():
+    mha, x, d_out = small_module()
+    W_qkv, W_o = mha.W_qkv.copy(), mha.W_o.copy()
+    expected = multihead_vjp(x.copy(), W_qkv.copy(), W_o.copy(), 2, 2)[2](d_out)
+    output, weights, backward = multihead_vjp(x, W_qkv, W_o, 2, 2)
+    x += output
+    weights *= 0.5
+    W_qkv *= 2.0
+    W_o -= 1.0
+    for name, grad in backward(d_out).items():
+        np.testing.assert_array_equal(grad, expected[name], err_msg=name)

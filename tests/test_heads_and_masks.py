@@ -5,7 +5,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mhattn import causal_mask, combine_heads, padding_mask, split_heads
+from mhattn import (
+    MultiHeadAttention,
+    causal_mask,
+    combine_heads,
+    padding_mask,
+    scaled_dot_product_attention,
+    split_heads,
+)
 
 
 @given(st.integers(1, 3), st.integers(1, 6), st.integers(1, 5), st.integers(1, 6))
@@ -80,3 +87,31 @@ def test_masks_broadcast_against_batch_heads_queries_keys():
 def test_bad_arguments_are_named_with_expected_and_actual(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+# --- masks in other libraries' layouts are refused, not applied to the wrong axes -------------
+
+
+def test_the_annotated_transformers_mask_layout_masks_sequences_in_the_module_and_is_refused_by_attention():
+    batch = 4  # == num_heads, so NumPy alone would silently broadcast batch onto the heads
+    mha = MultiHeadAttention(8, 4)
+    lengths = [6, 4, 2, 1]
+    annotated = np.arange(6) < np.array(lengths)[:, None, None]  # (batch, 1, seq): the Annotated Transformer's
+    x = np.random.default_rng(0).standard_normal((batch, 6, 8))
+    np.testing.assert_array_equal(mha(x, annotated)[1], mha(x, padding_mask(lengths, 6))[1])  # batch, not heads
+    Q = np.ones((batch, 4, 6, 2))  # scaled_dot_product_attention's mask follows the scores' axes: refused there
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 1, 6\) does not fit .* padding_mask"):
+        scaled_dot_product_attention(Q, Q, Q, annotated)
+
+
+def test_a_batch_by_seq_mask_is_refused_when_batch_differs_from_seq():
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 6\) does not fit scores of shape \(2, 2, 6, 6\)"):
+        MultiHeadAttention(8, 2)(np.ones((2, 6, 8)), np.ones((2, 6), dtype=bool))
+
+
+def test_padding_mask_layout_is_accepted_and_means_what_it_says():
+    mha = MultiHeadAttention(8, 2)
+    x = np.random.default_rng(0).standard_normal((2, 5, 8))
+    _, weights = mha(x, padding_mask([5, 2], 5))
+    np.testing.assert_array_equal(weights[1, :, :, 2:], 0.0)
+    assert np.all(weights[0] > 0)

@@ -1,17 +1,18 @@
 """KVCache: decoding a token (or a chunk) at a time gives the causal forward's numbers."""
 
+import copy
 import gc
-import re
+import pickle
+import threading
 
 import numpy as np
 import pytest
+from helpers import raises
+from oracle import complex_rope
 
+import mhattn
 from mhattn import MultiHeadAttention, causal_mask
 from mhattn.engine import FastMultiHeadAttention, KVCache
-
-
-def raises(error, message):
-    return pytest.raises(error, match=re.escape(message))
 
 
 def decode(mha, x, chunks, cache=None):
@@ -235,3 +236,225 @@ def test_a_mask_or_a_context_with_the_cache_is_refused():
     with raises(TypeError, "kv_cache must be an mhattn.KVCache"):
         mha(np.zeros((1, 3, 8)), kv_cache={})
     assert len(cache) == 0
+
+
+# --- the module's kv_cache argument, and a failed step ----------------------------------------
+
+
+@pytest.mark.parametrize("not_a_cache", [[], {}, "cache"])
+def test_kv_cache_must_be_a_kv_cache_not_anything_with_an_extend(not_a_cache):
+    with pytest.raises(TypeError, match=r"kv_cache must be an mhattn.KVCache\(\); got "):
+        MultiHeadAttention(8, 2)(np.ones((1, 1, 8)), kv_cache=not_a_cache)
+
+
+def test_a_failed_decoding_step_leaves_the_cache_as_it_was():
+    mha = MultiHeadAttention(8, 2)
+    cache = mhattn.KVCache()
+    x = np.random.default_rng(3).standard_normal((1, 6, 8))
+    mha(x[:, :2], kv_cache=cache)
+    good_W_qkv = mha.W_qkv
+    mha.W_qkv = good_W_qkv * 1e160  # scores ~ 1e320 overflow float64, after the step's keys were cached
+    with pytest.raises(FloatingPointError):
+        mha(x[:, 2:5], kv_cache=cache)
+    assert len(cache) == 2
+    mha.W_qkv = good_W_qkv
+    stepwise = np.concatenate([mha(x[:, 2:5], kv_cache=cache)[0], mha(x[:, 5:], kv_cache=cache)[0]], axis=1)
+    np.testing.assert_allclose(stepwise, mha(x, causal_mask(6))[0][:, 2:], rtol=0, atol=1e-13)
+
+
+# --- overflow with a cache: refused, and the cache left as it was -----------------------------
+
+
+def _overflowing_module():
+    mha = MultiHeadAttention(d_model=4, num_heads=1, seed=0)
+    mha.W_qkv = np.zeros((4, 12))
+    mha.W_qkv[0, 0] = 1.0  # q = x_0
+    mha.W_qkv[0, 4] = -1.0  # k = -x_0: every score is -x_0^2 / 2, -inf in float32 for x_0 = 1e20
+    mha.W_o = np.eye(4)
+    x = np.zeros((1, 3, 4), dtype=np.float32)
+    x[..., 0] = 1e20
+    return mha, x
+
+
+def test_module_with_a_kv_cache_raises_on_overflow_like_the_module_without():
+    mha, x = _overflowing_module()
+    with pytest.raises(FloatingPointError, match="overflowed float32"):
+        mha(x, np.tril(np.ones((3, 3), dtype=bool)))
+    cache = KVCache()
+    with pytest.raises(FloatingPointError, match="overflowed float32"):
+        mha(x, kv_cache=cache)
+    assert len(cache) == 0  # the failed step left nothing behind
+
+
+def test_kv_cache_overflow_against_cached_keys_is_refused():
+    mha, x = _overflowing_module()
+    cache = KVCache()
+    small = np.zeros_like(x[:, :1])
+    small[..., 0] = 1e-3
+    mha(x[:, :1] * 0 + small, kv_cache=cache)  # a harmless first step
+    cache_keys = cache.keys.copy()
+    step = np.zeros_like(x[:, :1])
+    step[..., 0] = 1e20  # its own score -1e40 / 2 overflows; so would any score against a big cached key
+    with pytest.raises(FloatingPointError):
+        mha(step, kv_cache=cache)
+    np.testing.assert_array_equal(cache.keys, cache_keys)
+
+
+# --- the cache as a public object: copies, pickling, the views it hands out, threads ----------
+# The oracle for every decoding check is the module without a cache on the whole sequence
+# under a causal mask (the cache's documented equivalence).
+
+
+RNG = np.random.default_rng(1616)
+
+
+MHA = MultiHeadAttention(d_model=8, num_heads=2, seed=5)
+
+
+def _decode(cache, x):
+    return np.concatenate([MHA(x[:, t : t + 1], kv_cache=cache)[0] for t in range(x.shape[1])], axis=1)
+
+
+def _full(x):
+    return MHA(x, causal_mask(x.shape[1]))[0]
+
+
+@pytest.mark.parametrize("fork", [copy.copy, copy.deepcopy])
+def test_forked_caches_decode_independent_branches(fork):
+    prefix, branch_a, branch_b = (RNG.standard_normal((1, n, 8)) for n in (3, 2, 2))
+    cache = KVCache()
+    _decode(cache, prefix)
+    twin = fork(cache)
+    steps_a, steps_b = [], []
+    for t in range(2):  # beam search: the branches advance in turn
+        steps_a.append(MHA(branch_a[:, t : t + 1], kv_cache=cache)[0])
+        steps_b.append(MHA(branch_b[:, t : t + 1], kv_cache=twin)[0])  # must not overwrite branch a's keys
+    out_a, out_b = np.concatenate(steps_a, axis=1), np.concatenate(steps_b, axis=1)
+    np.testing.assert_allclose(out_a, _full(np.concatenate([prefix, branch_a], axis=1))[:, 3:], atol=1e-12)
+    np.testing.assert_allclose(out_b, _full(np.concatenate([prefix, branch_b], axis=1))[:, 3:], atol=1e-12)
+    assert len(cache) == len(twin) == 5
+
+
+def test_pickled_cache_continues_decoding():
+    x = RNG.standard_normal((2, 5, 8))
+    cache = KVCache()
+    _decode(cache, x[:, :3])
+    restored = pickle.loads(pickle.dumps(cache))
+    assert len(restored) == 3
+    np.testing.assert_array_equal(restored.keys, cache.keys)
+    rest = _decode(restored, x[:, 3:])
+    np.testing.assert_allclose(rest, _full(x)[:, 3:], atol=1e-12)
+
+
+def test_views_cannot_be_made_writable():
+    cache = KVCache()
+    _decode(cache, RNG.standard_normal((1, 2, 8)))
+    for view in (cache.keys, cache.values):
+        with pytest.raises(ValueError):
+            view.flags.writeable = True
+    K_all, V_all, _ = cache.extend(np.zeros((1, 2, 1, 4)), np.zeros((1, 2, 1, 4)), owner=MHA)
+    for view in (K_all, V_all):
+        with pytest.raises(ValueError):
+            view.flags.writeable = True
+
+
+def test_a_view_taken_before_truncate_keeps_its_tokens():
+    cache = KVCache()
+    _decode(cache, RNG.standard_normal((1, 4, 8)))
+    keys = cache.keys
+    before = keys.copy()
+    cache.truncate(2)
+    _decode(cache, RNG.standard_normal((1, 2, 8)))  # writes positions 2 and 3 again
+    np.testing.assert_array_equal(keys, before)
+
+
+def test_truncate_refuses_a_bool_and_out_of_range_lengths():
+    cache = KVCache()
+    _decode(cache, RNG.standard_normal((1, 2, 8)))
+    with pytest.raises(TypeError, match="length"):
+        cache.truncate(True)
+    with pytest.raises(ValueError, match=r"\[0, 2\]"):
+        cache.truncate(3)
+
+
+class _SlowArray:
+    """An array-like whose conversion waits for a signal: it holds a thread inside ``extend``."""
+
+    def __init__(self, array, entered, release):
+        self.array, self.entered, self.release = array, entered, release
+
+    def __array__(self, dtype=None, copy=None):
+        self.entered.set()
+        self.release.wait(timeout=30)
+        return self.array
+
+
+def test_a_second_thread_is_refused_while_one_extends():
+    cache = KVCache()
+    entered, release = threading.Event(), threading.Event()
+    K = np.zeros((1, 2, 1, 4))
+    errors = []
+
+    def first():
+        try:
+            cache.extend(_SlowArray(K, entered, release), K, owner=MHA)
+        except Exception as error:  # pragma: no cover - reported by the assertion below
+            errors.append(error)
+
+    worker = threading.Thread(target=first)
+    worker.start()
+    assert entered.wait(timeout=30)
+    try:
+        with pytest.raises(RuntimeError, match="another thread"):
+            cache.extend(K, K, owner=MHA)
+        with pytest.raises(RuntimeError, match="another thread"):
+            cache.truncate(0)
+    finally:
+        release.set()
+        worker.join()
+    assert errors == [] and len(cache) == 1  # the first thread's step went in, whole
+    cache.extend(K, K, owner=MHA)  # and once it left, the cache is free again
+    assert len(cache) == 2
+
+
+def test_cache_documents_that_it_is_for_one_thread():
+    assert "one thread" in KVCache.__doc__
+
+
+# --- rotary positions: each key rotated once, at its absolute position ------------------------
+
+
+@pytest.mark.parametrize("cls", [MultiHeadAttention, FastMultiHeadAttention])
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
+@pytest.mark.parametrize("chunks", [[1] * 13, [5, 1, 4, 3], [13]], ids=["token_by_token", "uneven", "one_chunk"])
+def test_rope_kv_cache_decoding_equals_the_full_causal_forward(cls, num_kv_heads, chunks):
+    mha = cls(d_model=32, num_heads=4, seed=2, num_kv_heads=num_kv_heads, rope=True)
+    x = np.random.default_rng(9).standard_normal((2, 13, 32))
+    expected = mha(x, causal_mask(13))[0]
+    cache = KVCache()
+    bounds = np.cumsum([0] + chunks)
+    steps = [mha(x[:, a:b], kv_cache=cache)[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    decoded = np.concatenate(steps, axis=1)
+    assert np.abs(decoded - expected).max() < 1e-12
+
+
+def test_rope_kv_cache_in_float32_equals_the_float32_forward():
+    mha = MultiHeadAttention(d_model=32, num_heads=4, seed=2, rope=True)
+    x = np.random.default_rng(10).standard_normal((1, 11, 32)).astype(np.float32)
+    expected = mha(x, causal_mask(11))[0]
+    cache = KVCache()
+    decoded = np.concatenate([mha(x[:, t : t + 1], kv_cache=cache)[0] for t in range(11)], axis=1)
+    assert decoded.dtype == np.float32
+    # the two paths round differently: products of inner size d_model = 32 of numbers ~ 3
+    assert np.abs(decoded - expected).max() <= 32 * np.finfo(np.float32).eps * 3 * max(1, np.abs(expected).max())
+
+
+def test_rope_cache_holds_each_key_rotated_once_at_its_absolute_position():
+    mha = MultiHeadAttention(d_model=24, num_heads=4, seed=5, num_kv_heads=2, rope=True)
+    x = np.random.default_rng(11).standard_normal((2, 10, 24))
+    cache = KVCache()
+    for a, b in [(0, 3), (3, 4), (4, 10)]:
+        mha(x[:, a:b], kv_cache=cache)
+    W_k = mha.W_qkv[:, 24 : 24 + 2 * mha.d_k]
+    raw = (x @ W_k).reshape(2, 10, 2, mha.d_k).transpose(0, 2, 1, 3)  # (batch, kv_heads, seq, d_k), not rotated
+    np.testing.assert_allclose(cache.keys, complex_rope(raw, np.arange(10)), rtol=0, atol=1e-13 * np.abs(raw).max())

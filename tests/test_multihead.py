@@ -1,12 +1,15 @@
 """MultiHeadAttention: the fused module against per-head loops and the reference formula."""
 
 import math
+import threading
+import warnings
 
 import numpy as np
 import oracle
 import pytest
+from helpers import raises, small_module
 
-from mhattn import MultiHeadAttention, causal_mask, padding_mask
+from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention, softmax
 
 
 def reference_example():
@@ -146,3 +149,322 @@ def test_a_fully_padded_sequence_gives_zero_output_not_nan():
 
 def test_repr_names_the_sizes():
     assert repr(MultiHeadAttention(64, 4)) == "MultiHeadAttention(d_model=64, num_heads=4, d_k=16)"
+
+
+# --- float16, overflow and empty sequences ----------------------------------------------------
+
+
+def test_float16_module_returns_float16_close_to_float32():
+    mha = MultiHeadAttention(32, 4, seed=1)
+    x = np.random.default_rng(1).standard_normal((2, 10, 32)).astype(np.float16)
+    output, weights = mha(x, causal_mask(10))
+    assert output.dtype == weights.dtype == np.float16
+    reference, _ = mha(x.astype(np.float32), causal_mask(10))
+    spacing = np.spacing(np.abs(reference).astype(np.float16)).astype(np.float32)
+    assert np.all(np.abs(output.astype(np.float32) - reference) <= spacing)
+
+
+def test_a_float16_result_beyond_65504_raises_instead_of_returning_inf():
+    mha = MultiHeadAttention(16, 4)
+    mha.W_o = mha.W_o * 1000
+    x = (np.random.default_rng(0).standard_normal((1, 3, 16)) * 100).astype(np.float16)
+    assert np.abs(mha(x.astype(np.float32))[0]).max() > 65504  # finite in float32, not in float16
+    with pytest.raises(FloatingPointError, match="overflowed float16.*compute in float32"):
+        mha(x)
+
+
+def test_a_weight_finite_in_float64_but_not_in_float32_is_caught_after_the_cast():
+    mha = MultiHeadAttention(8, 2)
+    mha.W_o = np.full((8, 8), 1e39)  # finite in float64, inf in float32
+    mha(np.ones((1, 3, 8)))  # float64 input: fine
+    with raises(ValueError, "W_o overflows float32: its largest entry 1e+39 is finite in float64 but not in float32"):
+        mha(np.ones((1, 3, 8), np.float32))
+
+
+def test_an_empty_sequence_through_the_module():
+    output, weights = MultiHeadAttention(8, 2)(np.zeros((1, 0, 8)))
+    assert output.shape == (1, 0, 8) and weights.shape == (1, 2, 0, 0)
+
+
+# --- sizes, seeds, flags, lists ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "seed, error, message",
+    [
+        (-1, ValueError, "seed must be an int in [0, 2**32 - 1]; got -1"),
+        (2**32, ValueError, "seed must be an int in [0, 2**32 - 1]; got 4294967296"),
+        (1.5, TypeError, "seed must be an int in [0, 2**32 - 1]; got 1.5 of type float"),
+        (True, TypeError, "seed must be an int in [0, 2**32 - 1]; got True of type bool"),
+    ],
+)
+def test_bad_seeds_are_named(seed, error, message):
+    with raises(error, message):
+        MultiHeadAttention(8, 2, seed=seed)
+
+
+def test_numpy_integer_seeds_work_and_match_python_ints():
+    np.testing.assert_array_equal(MultiHeadAttention(8, 2, seed=np.uint32(7)).W_o, MultiHeadAttention(8, 2, seed=7).W_o)
+
+
+def test_an_impossible_model_size_is_refused_before_any_allocation():
+    with pytest.raises(ValueError, match="d_model = 1180591620717411303424 needs .* GiB of float64 weights"):
+        MultiHeadAttention(2**70, 2**70)
+
+
+def test_the_non_divisor_message_lists_only_small_head_counts():
+    """The first edition listed every divisor of d_model: O(d_model) work, 2.6 s at d_model = 1e8."""
+    with raises(ValueError, "num_heads must divide d_model = 100000000; got num_heads = 7. "
+                            "Head counts up to 64 that work: [1, 2, 4, 5, 8, 10, 16, 20, 25, 32, 40, 50, 64]"):
+        MultiHeadAttention(10**8, 7)
+
+
+def test_need_weights_must_be_a_bool():
+    with raises(TypeError, "need_weights must be True or False; got 'no' of type str"):
+        MultiHeadAttention(8, 2)(np.ones((1, 3, 8)), need_weights="no")
+
+
+def test_numpy_bool_need_weights_is_fine():
+    assert MultiHeadAttention(8, 2)(np.ones((1, 3, 8)), need_weights=np.False_)[1] is None
+
+
+@pytest.mark.parametrize("call", ["module", "softmax"])
+def test_ragged_lists_are_named(call):
+    ragged = [[[1.0, 2.0], [3.0]]]
+    with raises(ValueError, "x must be a rectangular array of numbers; got a ragged nested sequence"):
+        MultiHeadAttention(2, 1)(ragged) if call == "module" else softmax(ragged)
+
+
+def test_a_wrong_keyword_names_the_function():
+    with raises(TypeError, "MultiHeadAttention.forward(): got an unexpected keyword argument 'need_weight'"):
+        MultiHeadAttention(8, 2)(np.ones((1, 3, 8)), need_weight=False)
+
+
+def test_user_code_running_inside_a_call_is_still_checked():
+    """A subclass's hook runs inside forward; its own calls must get the full treatment (defaults, checks)."""
+
+    class WithDropout(MultiHeadAttention):
+        def _attention(self, Q, K, V, mask, need_weights):
+            return scaled_dot_product_attention(Q, K, V, mask, dropout_p=self.dropout_p)
+
+    mha = WithDropout(8, 2)
+    mha.dropout_p = 0.5
+    output, weights = mha(np.ones((1, 4, 8)))  # the default rng is made for it
+    assert set(np.unique(weights)) <= {0.0, 0.5}  # uniform weights 1/4, kept ones doubled
+    mha.dropout_p = 1.5
+    with raises(ValueError, "dropout_p must be a float in [0, 1); got 1.5"):
+        mha(np.ones((1, 4, 8)))
+
+
+# --- threads: the checks' thread-local state never leaks between callers ----------------------
+
+
+def test_concurrent_calls_from_many_threads_give_the_serial_results_and_errors():
+    mha = MultiHeadAttention(16, 4)
+    inputs = [np.random.default_rng(seed).standard_normal((2, 7, 16)) for seed in range(8)]
+    expected = [mha(x)[0] for x in inputs]
+    results, errors = {}, {}
+    barrier = threading.Barrier(16)
+
+    def good(index):
+        barrier.wait()
+        for _ in range(20):
+            results[index] = mha(inputs[index])[0]
+
+    def bad(index):
+        barrier.wait()
+        for _ in range(20):
+            try:
+                mha(np.ones((2, 7, 15)))
+            except ValueError as error:
+                errors[index] = str(error)
+
+    threads = [threading.Thread(target=good, args=(i,)) for i in range(8)]
+    threads += [threading.Thread(target=bad, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for index in range(8):
+        np.testing.assert_array_equal(results[index], expected[index])
+        assert errors[index].startswith("x must have shape (batch, seq_len, d_model=16)")
+
+
+def test_weights_reassigned_while_another_thread_runs_float32_forwards_are_used_from_then_on():
+    """The first edition cached float32 casts; a reassignment racing a forward could keep the old ones for good."""
+    mha = MultiHeadAttention(16, 4)
+    x = np.random.default_rng(2).standard_normal((2, 9, 16)).astype(np.float32)
+    stop = threading.Event()
+
+    def keep_calling():
+        while not stop.is_set():
+            mha(x)
+
+    worker = threading.Thread(target=keep_calling)
+    worker.start()
+    try:
+        for seed in range(20):
+            new = MultiHeadAttention(16, 4, seed=seed)
+            mha.W_qkv, mha.W_o = new.W_qkv, new.W_o
+    finally:
+        stop.set()
+        worker.join()
+    np.testing.assert_array_equal(mha(x)[0], new(x)[0])
+
+
+def test_a_call_leaves_no_threads_and_no_process_state_behind():
+    from threadpoolctl import threadpool_info
+
+    before_threads, before_blas = threading.active_count(), threadpool_info()
+    before_errstate = np.geterr()
+    MultiHeadAttention(64, 4)(np.ones((2, 300, 64), np.float32))
+    assert threading.active_count() == before_threads
+    assert threadpool_info() == before_blas
+    assert np.geterr() == before_errstate
+
+
+# --- bad input: each error names the argument, the expected and the actual value -------------
+# (a ValueError or TypeError, never NumPy's broadcasting message)
+
+
+@pytest.mark.parametrize(
+    "d_model, num_heads, error, message",
+    [
+        (64.0, 4, TypeError, "d_model must be a positive int; got 64.0 of type float"),
+        ("64", 4, TypeError, "d_model must be a positive int; got '64' of type str"),
+        (True, 1, TypeError, "d_model must be a positive int; got True of type bool"),
+        (0, 1, ValueError, "d_model must be a positive int; got 0"),
+        (64, -2, ValueError, "num_heads must be a positive int; got -2"),
+        (64, None, TypeError, "num_heads must be a positive int; got None of type NoneType"),
+    ],
+)
+def test_sizes_must_be_positive_ints(d_model, num_heads, error, message):
+    with raises(error, message):
+        MultiHeadAttention(d_model, num_heads)
+
+
+def test_numpy_integers_are_fine_as_sizes():
+    mha = MultiHeadAttention(np.int64(12), np.int32(3))
+    assert (mha.d_model, mha.num_heads, mha.d_k) == (12, 3, 4)
+    assert type(mha.d_k) is int
+
+
+def test_an_indivisible_head_count_lists_the_ones_that_work():
+    message = (
+        "num_heads must divide d_model = 12; got num_heads = 5. "
+        "Head counts up to 64 that work: [1, 2, 3, 4, 6, 12]"
+    )
+    with raises(ValueError, message):
+        MultiHeadAttention(12, 5)
+
+
+@pytest.fixture
+def mha():
+    return MultiHeadAttention(8, 2)
+
+
+def test_x_must_be_3d(mha):
+    with raises(ValueError, "x must be 3-D with shape (batch, seq_len, d_model=8); got shape (5, 8)"):
+        mha(np.zeros((5, 8)))
+
+
+def test_x_must_end_in_d_model(mha):
+    message = "x must have shape (batch, seq_len, d_model=8); got shape (1, 5, 6) (last axis 6 != d_model 8)"
+    with raises(ValueError, message):
+        mha(np.zeros((1, 5, 6)))
+
+
+@pytest.mark.parametrize("bad, shown", [(np.nan, "nan"), (np.inf, "inf"), (-np.inf, "-inf")])
+def test_x_must_be_finite_and_the_first_bad_entry_is_located(mha, bad, shown):
+    x = np.zeros((1, 3, 8))
+    x[0, 2, 5] = bad
+    with raises(ValueError, f"x must be finite; found {shown} at index (0, 2, 5)"):
+        mha(x)
+
+
+def test_x_must_be_numbers(mha):
+    with raises(TypeError, "x must hold real numbers; got an array of dtype complex128"):
+        mha(np.zeros((1, 3, 8), dtype=complex))
+
+
+def test_mask_must_be_boolean(mha):
+    message = "mask must be a boolean array (True = this query may attend to this key); got dtype int64"
+    with raises(TypeError, message):
+        mha(np.zeros((1, 3, 8)), mask=np.ones((3, 3), dtype=np.int64))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (3, 1, 3, 3), (1, 3, 3, 3), (3,) * 5, (2, 3), (3,), (3, 1, 3), (2, 2, 3, 1)])
+def test_mask_must_have_a_documented_layout(mha, shape):
+    message = f"mask of shape {shape} does not fit scores of shape (2, 2, 3, 3): a mask is boolean"
+    with raises(ValueError, message) as error:
+        mha(np.zeros((2, 3, 8)), mask=np.ones(shape, dtype=bool))
+    assert "padding_mask(lengths, seq_len) gives (batch, 1, 1, seq_k)" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "name, shape, expected",
+    [("W_qkv", (8, 16), (8, 24)), ("W_qkv", (24, 8), (8, 24)), ("W_o", (8, 4), (8, 8))],
+)
+def test_reassigned_weights_of_the_wrong_shape_are_caught_when_used(mha, name, shape, expected):
+    setattr(mha, name, np.zeros(shape))
+    with raises(ValueError, f"{name} must have shape {expected}; got shape {shape}"):
+        mha(np.zeros((1, 3, 8)))
+
+
+def test_reassigned_weights_must_be_finite(mha):
+    W_o = np.eye(8)
+    W_o[1, 2] = np.nan
+    mha.W_o = W_o
+    with raises(ValueError, "W_o must be finite; found nan at index (1, 2)"):
+        mha(np.zeros((1, 3, 8)))
+
+
+def test_reassigned_weights_must_be_numbers(mha):
+    mha.W_qkv = np.array([["a"]])
+    with raises(TypeError, "W_qkv must hold real numbers; got an array of dtype <U1"):
+        mha(np.zeros((1, 3, 8)))
+
+
+# --- dtypes and overflow messages -------------------------------------------------------------
+
+
+def test_float32_weights_with_float64_x_warn_nothing():
+    mha, x, _ = small_module(np.float64)
+    mha.W_qkv, mha.W_o = mha.W_qkv.astype(np.float32), mha.W_o.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        output, _ = mha(x)
+    assert output.dtype == np.float64
+
+
+def test_float64_overflow_message_does_not_advise_float64():
+    mha = MultiHeadAttention(d_model=4, num_heads=1, seed=0)
+    mha.W_o = np.full((4, 4), 1e300)
+    x = np.full((1, 2, 4), 1e10)
+    with pytest.raises(FloatingPointError) as error:
+        mha(x)
+    assert "float64" in str(error.value)  # it names the dtype that overflowed ...
+    assert "compute in float64" not in str(error.value)  # ... and offers no wider one: none exists
+    with pytest.raises(FloatingPointError) as error:
+        mha.vjp(x)
+    assert "compute in float64" not in str(error.value)
+
+
+def test_float32_overflow_message_offers_float64():
+    mha = MultiHeadAttention(d_model=4, num_heads=1, seed=0)
+    mha.W_o = np.full((4, 4), 1e30)
+    with pytest.raises(FloatingPointError, match="compute in float64"):
+        mha(np.full((1, 2, 4), 1e10, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.longdouble])
+def test_module_returns_the_documented_dtype(dtype):
+    # forward's docstring: float16 computed in float32 and returned as float16; the others in their own.
+    mha, x, d_out = small_module(dtype)
+    output, weights = mha(x)
+    assert output.dtype == weights.dtype == np.dtype(dtype)
+    reference, _ = mha(x.astype(np.float64))
+    tolerance = 8 * 8 * float(np.finfo(dtype).eps) * max(np.abs(reference).max(), 1)  # d_model roundings
+    np.testing.assert_allclose(output.astype(np.float64), reference, atol=tolerance + 1e-15)
+    grads = mha.vjp(x)[2](d_out)
+    assert grads["x"].dtype == np.dtype(dtype)

@@ -21,29 +21,15 @@ The module's outputs go through products of inner size <= ``d_model`` of numbers
 import numpy as np
 import oracle
 import pytest
-from oracle import require_torch, torch
+from oracle import complex_rope, frequencies, require_torch, torch
 
-from mhattn import FastMultiHeadAttention, KVCache, MultiHeadAttention, causal_mask, padding_mask
+from mhattn import FastMultiHeadAttention, MultiHeadAttention, causal_mask, padding_mask
 from mhattn.core.grad import multihead_vjp, rope_vjp
 from mhattn.core.positions import apply_rope, apply_rope_interleaved, interleaved_to_half_split, rope_angles
 
 EPS = np.finfo(np.float64).eps
 FD_STEP, FD_RTOL = 1e-6, 1e-7  # as tests/test_grad.py: truncation + rounding error ~1e-9 of the gradient's scale
 TORCH_ATOL = 1e-10
-
-
-def frequencies(d_k, base=10000.0):
-    """theta_i = base ** (-2 i / d_k), i = 0 .. d_k/2 - 1, written out once more."""
-    return np.array([base ** (-2.0 * i / d_k) for i in range(d_k // 2)])
-
-
-def complex_rope(x, positions, base=10000.0):
-    """RoPE as a complex product: x_i + 1j x_{i + d_k/2} times exp(1j p theta_i)."""
-    half = x.shape[-1] // 2
-    z = x[..., :half] + 1j * x[..., half:]  # (..., seq, d_k / 2)
-    phase = np.exp(1j * np.asarray(positions, dtype=np.float64)[:, None] * frequencies(x.shape[-1], base))
-    turned = z * phase  # (..., seq, d_k / 2)
-    return np.concatenate([turned.real, turned.imag], axis=-1)
 
 
 def complex_rope_interleaved(x, positions, base=10000.0):
@@ -194,42 +180,6 @@ def test_rope_changes_the_module_and_breaks_permutation_equivariance():
     perm = np.random.default_rng(8).permutation(8)
     np.testing.assert_allclose(plain(x[:, perm])[0], plain(x)[0][:, perm], rtol=0, atol=1e-12)
     assert np.abs(rotary(x[:, perm])[0] - rotary(x)[0][:, perm]).max() > 1e-3
-
-
-@pytest.mark.parametrize("cls", [MultiHeadAttention, FastMultiHeadAttention])
-@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
-@pytest.mark.parametrize("chunks", [[1] * 13, [5, 1, 4, 3], [13]], ids=["token_by_token", "uneven", "one_chunk"])
-def test_rope_kv_cache_decoding_equals_the_full_causal_forward(cls, num_kv_heads, chunks):
-    mha = cls(d_model=32, num_heads=4, seed=2, num_kv_heads=num_kv_heads, rope=True)
-    x = np.random.default_rng(9).standard_normal((2, 13, 32))
-    expected = mha(x, causal_mask(13))[0]
-    cache = KVCache()
-    bounds = np.cumsum([0] + chunks)
-    steps = [mha(x[:, a:b], kv_cache=cache)[0] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    decoded = np.concatenate(steps, axis=1)
-    assert np.abs(decoded - expected).max() < 1e-12
-
-
-def test_rope_kv_cache_in_float32_equals_the_float32_forward():
-    mha = MultiHeadAttention(d_model=32, num_heads=4, seed=2, rope=True)
-    x = np.random.default_rng(10).standard_normal((1, 11, 32)).astype(np.float32)
-    expected = mha(x, causal_mask(11))[0]
-    cache = KVCache()
-    decoded = np.concatenate([mha(x[:, t : t + 1], kv_cache=cache)[0] for t in range(11)], axis=1)
-    assert decoded.dtype == np.float32
-    # the two paths round differently: products of inner size d_model = 32 of numbers ~ 3
-    assert np.abs(decoded - expected).max() <= 32 * np.finfo(np.float32).eps * 3 * max(1, np.abs(expected).max())
-
-
-def test_rope_cache_holds_each_key_rotated_once_at_its_absolute_position():
-    mha = MultiHeadAttention(d_model=24, num_heads=4, seed=5, num_kv_heads=2, rope=True)
-    x = np.random.default_rng(11).standard_normal((2, 10, 24))
-    cache = KVCache()
-    for a, b in [(0, 3), (3, 4), (4, 10)]:
-        mha(x[:, a:b], kv_cache=cache)
-    W_k = mha.W_qkv[:, 24 : 24 + 2 * mha.d_k]
-    raw = (x @ W_k).reshape(2, 10, 2, mha.d_k).transpose(0, 2, 1, 3)  # (batch, kv_heads, seq, d_k), not rotated
-    np.testing.assert_allclose(cache.keys, complex_rope(raw, np.arange(10)), rtol=0, atol=1e-13 * np.abs(raw).max())
 
 
 def test_rope_module_float32_is_computed_in_float32_and_close_to_float64():

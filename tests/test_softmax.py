@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import raises
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -108,3 +109,20 @@ def test_non_numeric_input_is_a_type_error():
 def test_a_non_integer_axis_is_a_type_error():
     with pytest.raises(TypeError, match="axis must be an int; got 1.0 of type float"):
         softmax(np.zeros((2, 3)), axis=1.0)
+
+
+# --- float16 and scalars: what a user hits at the edges ---------------------------------------
+
+
+def test_softmax_of_many_float16_zeros_still_sums_to_one():
+    weights = softmax(np.zeros(70000, np.float16))  # in float16 alone, each exp(0) / 70000 sum overflowed
+    assert weights.dtype == np.float16
+    # 70000 equal weights of 1/70000 = 1.43e-5, below float16's smallest normal (6.1e-5): each is rounded
+    # once to a subnormal, whose spacing is 2**-24, so each is off by at most 2**-25 and the sum by 70000 * 2**-25.
+    assert abs(weights.astype(np.float64).sum() - 1) <= 70000 * 2**-25
+    assert weights.astype(np.float64).sum() > 0.99  # the first edition's float16 sum gave all zeros
+
+
+def test_softmax_of_a_scalar_says_what_it_needs():
+    with raises(ValueError, "x must have at least one axis (the scores to normalise); got a scalar 3.0"):
+        softmax(3.0)

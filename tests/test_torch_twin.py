@@ -4,26 +4,14 @@ torch is an optional test dependency: these tests skip where it is missing, exce
 (CI=true), where a missing torch is a failure, so the comparison always runs there.
 """
 
-import os
-
 import numpy as np
 import pytest
+from helpers import torch_twin
+from oracle import require_torch
 
 from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
 
-if os.environ.get("CI") == "true":
-    import torch  # CI installs torch==2.13.0: fail loudly if it is missing
-else:
-    torch = pytest.importorskip("torch", reason="torch is not installed: PyTorch twin tests skipped")
-
-
-def torch_twin(mha):
-    """nn.MultiheadAttention holding mhattn's weights (torch computes x @ W.T, we compute x @ W)."""
-    twin = torch.nn.MultiheadAttention(mha.d_model, mha.num_heads, bias=False, batch_first=True, dtype=torch.float64)
-    with torch.no_grad():
-        twin.in_proj_weight.copy_(torch.from_numpy(mha.W_qkv.T.copy()))
-        twin.out_proj.weight.copy_(torch.from_numpy(mha.W_o.T.copy()))
-    return twin
+torch = require_torch()
 
 
 @pytest.mark.parametrize("batch, seq_len, d_model, num_heads", [(1, 6, 64, 4), (3, 7, 24, 3), (2, 5, 16, 8)])
