@@ -44,11 +44,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from browser_path import chromium_path
 from serving import serve
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "book-screenshots"
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PAGE_SECONDS = 20
@@ -111,7 +112,7 @@ def site_url(site):
 
 @pytest.fixture(scope="module")  # closed before other modules start their own Playwright (one per thread at a time)
 def browser():
-    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHATTN_CHROMIUM)"
     require(reason or missing([("playwright", "pip install playwright"), *BOOK_TOOLS]))
     from playwright.sync_api import sync_playwright
 

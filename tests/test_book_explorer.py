@@ -25,13 +25,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from browser_path import chromium_path
 from serving import serve
 
 from mhattn.explorer.frame import State, compute_frame
 from mhattn.learn.model import load_trained
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -57,7 +58,7 @@ STEPS = [("seqLen", "13"), ("dModel", "12"), ("numHeads", "6"), ("mask", "causal
 
 @pytest.fixture(scope="module")
 def browser():
-    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHATTN_CHROMIUM)"
     if reason is None and importlib.util.find_spec("playwright") is None:
         reason = "Python package playwright not installed (pip install playwright)"
     if reason is not None:

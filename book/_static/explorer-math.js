@@ -83,7 +83,8 @@
     return out;
   }
 
-  /* One sequence through mhattn.MultiHeadAttention.forward (mhattn.scaled_dot_product_attention):
+  /* One sequence through mhattn.MultiHeadAttention.forward (mhattn.core.projection.project_qkv, then
+     mhattn.scaled_dot_product_attention):
      x (n, d) -> output (n, d) and weights[h][i][j].
      allowed(i, j) says whether query i may see key j. */
   function attention(x, n, d, numHeads, W, allowed, ropeBase) {
