@@ -112,7 +112,7 @@ def site_url(site):
 
 @pytest.fixture(scope="module")  # closed before other modules start their own Playwright (one per thread at a time)
 def browser():
-    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHATTN_CHROMIUM)"
+    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
     require(reason or missing([("playwright", "pip install playwright"), *BOOK_TOOLS]))
     from playwright.sync_api import sync_playwright
 

@@ -58,7 +58,7 @@ STEPS = [("seqLen", "13"), ("dModel", "12"), ("numHeads", "6"), ("mask", "causal
 
 @pytest.fixture(scope="module")
 def browser():
-    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHATTN_CHROMIUM)"
+    reason = None if os.access(CHROMIUM, os.X_OK) else f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
     if reason is None and importlib.util.find_spec("playwright") is None:
         reason = "Python package playwright not installed (pip install playwright)"
     if reason is not None:
