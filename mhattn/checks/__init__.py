@@ -75,6 +75,7 @@ from .values import (
     learning_rate,
     mask_array,
     ndim,
+    number_array,
     overflow_error,
     positive_int,
     real_array,

@@ -41,8 +41,11 @@ def order_args(d_k):
 
 
 
+LARGEST_POSITION = 2**53  #: the largest |position|: every int up to it is exact in float64, so angles differ
+
+
 def position_array(positions, seq_len):
-    """``positions`` as a 1-D int64 array of length ``seq_len`` (any length if None), or a clear error."""
+    """``positions`` as a 1-D int64 array in ``[-2**53, 2**53]`` of length ``seq_len`` (any if None), or an error."""
     array = np.asarray(positions)
     if array.dtype.kind not in "iu" or array.dtype == np.uint64:
         raise TypeError(
@@ -52,7 +55,13 @@ def position_array(positions, seq_len):
         raise ValueError(f"positions must be 1-D, one int per row; got shape {array.shape}")
     if seq_len is not None and array.shape != (seq_len,):
         raise ValueError(f"positions must have shape (seq_len,) = ({seq_len},); got shape {array.shape}")
-    return array.astype(np.int64, copy=False)
+    array = array.astype(np.int64, copy=False)
+    if array.size and not (-LARGEST_POSITION <= int(array.min()) and int(array.max()) <= LARGEST_POSITION):
+        raise ValueError(
+            f"positions must lie in [-2**53, 2**53], where every int is exact as a float (beyond it two "
+            f"positions would turn by the same angle); got {array.min()} to {array.max()}"
+        )
+    return array
 
 
 def rope_settings(rope, rope_base, d_k):

@@ -40,8 +40,14 @@ def rope_angles(positions, d_k, base=10000.0):
     -------
     ndarray of shape ``(seq_len, ceil(d_k / 2))``, float64
     """
-    frequencies = base ** (-np.arange(0, d_k, 2) / d_k)  # (ceil(d_k / 2),): theta_i = base^(-2i / d_k)
-    return np.multiply.outer(positions, frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
+    return _angles(positions, d_k, base, np.float64)
+
+
+def _angles(positions, d_k, base, dtype):
+    """:func:`rope_angles` computed in ``dtype``: longdouble RoPE keeps longdouble's digits."""
+    exponents = -np.arange(0, d_k, 2).astype(dtype) / np.asarray(d_k, dtype=dtype)  # (ceil(d_k / 2),)
+    frequencies = np.asarray(base, dtype=dtype) ** exponents  # theta_i = base^(-2i / d_k)
+    return np.multiply.outer(positions.astype(dtype), frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
 
 
 @checked(sinusoidal_args)
@@ -98,19 +104,27 @@ def apply_rope(x, positions, base=10000.0):
     Parameters
     ----------
     x : ndarray of shape ``(..., seq_len, d_k)``
-        Queries or keys, ``d_k`` even. float32 stays float32; float16 is computed in float32.
+        Queries or keys, ``d_k`` even. float32 stays float32; float16 is computed in float32;
+        the angles are computed in float64, or in longdouble for a longdouble ``x``.
     positions : array of int, shape ``(seq_len,)``
-        The position of each row; negative positions turn backwards (the inverse rotation).
+        The position of each row, in ``[-2**53, 2**53]`` (every such int is exact as a float,
+        so different positions turn by different angles); negative positions turn backwards
+        (the inverse rotation).
     base : float > 0, default 10000.0
 
     Returns
     -------
     ndarray shaped like ``x``
     """
-    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2), float64
+    angles = _angles(positions, x.shape[-1], base, _angle_dtype(x.dtype))  # (seq_len, d_k / 2)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (seq_len, d_k / 2) each
     x1, x2 = np.split(x, 2, axis=-1)  # (..., seq_len, d_k / 2) each: pair i is (x1[..., i], x2[..., i])
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k)
+
+
+def _angle_dtype(dtype):
+    """The angles' dtype for ``x`` of ``dtype``: float64, or longdouble for longdouble ``x``."""
+    return np.dtype(np.longdouble) if dtype == np.longdouble else np.dtype(np.float64)
 
 
 @checked(rope_args)
@@ -123,7 +137,7 @@ def apply_rope_interleaved(x, positions, base=10000.0):
 
     Parameters and returns are :func:`apply_rope`'s.
     """
-    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2)
+    angles = _angles(positions, x.shape[-1], base, _angle_dtype(x.dtype))  # (seq_len, d_k / 2)
     cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)  # (seq_len, d_k / 2) each
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d_k / 2) each: pair i is (x[2i], x[2i + 1])
     rotated = np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k / 2, 2)
