@@ -46,6 +46,8 @@ from .model import (
     checkpoint_arrays,
     checkpoint_path,
     expected_shapes,
+    history,
+    layer_settings,
     parameters,
     read_checkpoint,
     scored_batch,

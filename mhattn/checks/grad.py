@@ -69,7 +69,7 @@ def combine_heads_vjp_args(d_x, num_heads):
 
 
 def linear_vjp_args(x, W, d_y):
-    """Arguments of :func:`mhattn.core.grad.linear_vjp`: ``x (..., d_in)``, ``W (d_in, d_out)``, ``d_y (..., d_out)``."""
+    """Arguments of :func:`mhattn.core.grad.linear_vjp`: ``x (..., d_in)``, ``W (d_in, d_out)``, ``d_y``."""
     x, W, d_y = _real("x", x), _real("W", W), _real("d_y", d_y)
     ndim("W", W, 2, "(d_in, d_out)")
     if x.shape[-1] != W.shape[0]:
@@ -89,7 +89,7 @@ def repeat_kv_vjp_args(d_repeated, group):
 
 
 def rope_vjp_args(d_rotated, positions, base):
-    """Arguments of :func:`mhattn.core.grad.rope_vjp`: :func:`~.positions.rope_args`'s rules, checked before negating."""
+    """Arguments of :func:`mhattn.core.grad.rope_vjp`: :func:`~.positions.rope_args`'s rules, before negating."""
     d_rotated = _real("d_rotated", d_rotated, 2)
     d_k = d_rotated.shape[-1]
     if d_k % 2 or d_k == 0:

@@ -56,6 +56,8 @@ def model_like(value, kind="InductionModel"):
         "attention", "embed", "pos", "readouts", "num_heads", "vocab", "seq_len")
     if not all(hasattr(value, part) for part in needed):
         raise TypeError(f"model must be an mhattn {kind}; got {value!r} of type {type(value).__name__}")
+    for name, parameter in value.parameters().items():  # NaN after a diverged run would give NaN scores
+        finite(f"model parameter {name}", real_array(f"model parameter {name}", parameter))
     return value
 
 
