@@ -133,9 +133,9 @@ def test_several_heads_offset_profile_on_hand_built_weights():
 
 def test_several_heads_model_rejects_bad_tokens_with_clear_errors():
     model = sh.TwoSlotModel(2)
-    with pytest.raises(ValueError, match=r"tokens must be ints of shape \(batch, 16\)"):
+    with pytest.raises(ValueError, match=r"tokens must be ints of shape \(batch, seq_len = 16\)"):
         model(np.zeros((2, 15), dtype=int))
-    with pytest.raises(ValueError, match=r"tokens must lie in \[0, 16\); got 1 to 16"):
+    with pytest.raises(ValueError, match=r"tokens must be integer ids in \[0, 16\).*got values 1 to 16"):
         model(np.arange(1, 17)[None])
     with pytest.raises(ValueError, match="tokens must be ints"):
         model(np.zeros((1, 16)))
@@ -177,7 +177,7 @@ def test_several_heads_without_heads_equals_zero_weights_and_leaves_the_model_al
         expected = sh.logits_with_weights(model, tokens, silenced)
         np.testing.assert_allclose(sh.without_heads(model, heads)(tokens)[0], expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(model.attention.W_o, W_o)
-    with pytest.raises(ValueError, match=r"heads must lie in \[0, 4\); got 4"):
+    with pytest.raises(ValueError, match=r"heads must be an int in \[0, 3\]; got 4"):
         sh.without_heads(model, [4])
 
 

@@ -8,7 +8,9 @@ error names the argument (``layer``, ``head``, ``weights``, ``tokens``, ``target
 
 import numpy as np
 
+from .model import tokens as check_tokens
 from .values import finite, index, integer, number_array, positive_int, real_array
+from .values import seed as check_seed
 
 
 def rng_value(name, value):
@@ -199,8 +201,6 @@ def icl_tokens_args(max_len):
 
 
 def measure_args(model, num_sequences, seed):
-    from .values import seed as check_seed
-
     model = model_like(model)
     if model.max_len < 4:
         raise ValueError(f"model must have max_len >= 4 to be measured on repeated sequences; got max_len = "
@@ -227,8 +227,6 @@ def cross_entropy_args(logits, targets):
 
 def slot_tokens(model, tokens):
     """A :class:`~mhattn.learn.several_heads.TwoSlotModel`'s tokens: ints ``(batch, seq_len)`` in ``[0, vocab)``."""
-    from .model import tokens as check_tokens
-
     array = check_tokens(tokens, model.vocab, model.seq_len)
     if array.ndim != 2 or array.shape[1] != model.seq_len:
         raise ValueError(f"tokens must be ints of shape (batch, seq_len = {model.seq_len}); got shape {array.shape}")
@@ -283,7 +281,8 @@ def without_heads_args(model, heads):
 
 def experiment_args(head_counts, seeds, num_sequences):
     """``(head_counts, seeds, num_sequences)`` of :func:`mhattn.learn.several_heads.experiment`, checked."""
-    from .values import seed
-
-    return (tuple(positive_int("head_counts", h) for h in counts("head_counts", head_counts)),
-            tuple(seed(s) for s in counts("seeds", seeds)), positive_int("num_sequences", num_sequences))
+    seeds = counts("seeds", seeds)
+    if not all(0 <= s < 2**32 for s in seeds):
+        raise ValueError(f"seeds must be ints in [0, 2**32 - 1]; got {seeds}")
+    return (tuple(positive_int("head_counts", h) for h in counts("head_counts", head_counts)), seeds,
+            positive_int("num_sequences", num_sequences))

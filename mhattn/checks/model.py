@@ -33,6 +33,8 @@ _SAVEZ_KEYWORDS = ("file", "allow_pickle", "args", "kwds")  # np.savez's own par
 def tokens(value, vocab, max_len):
     """``value`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
     expected = f"integer ids in [0, {vocab}), shape (seq_len,) or (batch, seq_len), 1 <= seq_len <= max_len = {max_len}"
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"tokens must be {expected} in a plain ndarray, not a masked array (its mask would be lost)")
     try:
         array = np.asarray(value)
     except ValueError:
@@ -139,12 +141,12 @@ def check_extra(extra, reserved):
     """
     arrays = {}
     for name, value in extra.items():
-        if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _SAVEZ_KEYWORDS:
-            raise ValueError(f"save: extra {name!r} must be a Python identifier other than "
-                             f"{', '.join(_SAVEZ_KEYWORDS)} (it becomes a member of the checkpoint's zip file)")
         if name in reserved or name.startswith("history.") or _LAYER_KEY.fullmatch(name):
             raise ValueError(f"save: extra {name!r} collides with the model's own {name!r} in the checkpoint; "
                              "give it another name")
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _SAVEZ_KEYWORDS:
+            raise ValueError(f"save: extra {name!r} must be a Python identifier other than "
+                             f"{', '.join(_SAVEZ_KEYWORDS)} (it becomes a member of the checkpoint's zip file)")
         arrays[name] = stored_value(f"extra {name!r}", value)
     return arrays
 
@@ -314,11 +316,7 @@ def checkpoint_arrays(name, arrays):
                 known = ", ".join(_LAYER_WEIGHTS + _LAYER_SETTINGS)
                 raise _bad(name, f"unknown layer entry {key} (a layer holds {known})")
             layers.setdefault(int(match.group(1)), set()).add(match.group(2))
-    num_layers = max(layers) + 1
-    if num_layers != len(layers):
-        gap = min(set(range(num_layers)) - set(layers))
-        raise _bad(name, f"layers must be numbered 0 to {len(layers) - 1}; layer{gap} is missing below "
-                   f"layer{num_layers - 1}")
+    num_layers = max(layers) + 1  # at most 10**6: the names have at most six digits
     for i in range(num_layers):
         for weight in _LAYER_WEIGHTS:
             if weight not in layers.get(i, ()):

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from .values import compute_dtype, finite, flag, positive_int, real_array
+from .values import compute_dtype, finite, flag, number_array, positive_int, real_array
 
 
 def angles_args(positions, d_k, base):
@@ -46,7 +46,7 @@ LARGEST_POSITION = 2**53  #: the largest |position|: every int up to it is exact
 
 def position_array(positions, seq_len):
     """``positions`` as a 1-D int64 array in ``[-2**53, 2**53]`` of length ``seq_len`` (any if None), or an error."""
-    array = np.asarray(positions)
+    array = number_array("positions", positions)  # a masked array is refused
     if array.dtype.kind not in "iu" or array.dtype == np.uint64:
         raise TypeError(
             f"positions must be an array of ints (one per row of x, e.g. np.arange(seq_len)); got dtype {array.dtype}"

@@ -198,6 +198,7 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
 
 def evaluation_batch(seed, num_sequences=1024, *, vocab=VOCAB, seq_len=SEQ_LEN):
     """Fresh sequences for the model trained with ``seed``: its own evaluation stream, never trained on."""
+    num_sequences = checks.positive_int("num_sequences", num_sequences)
     return two_slot_batch(streams(seed)[2], num_sequences, vocab=vocab, seq_len=seq_len)
 
 
