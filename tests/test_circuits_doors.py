@@ -108,6 +108,8 @@ def test_cross_entropy_refuses_a_negative_target():
     logits = np.array([[0.0, 1.0, 2.0]])
     with pytest.raises(ValueError, match="targets"):
         cross_entropy(logits, np.array([-1]))  # would be class vocab - 1
+    with pytest.raises(ValueError, match="targets"):
+        cross_entropy(logits, np.array([3]))  # one past the last class
     loss, _ = cross_entropy(logits, np.array([2]))
     assert loss == pytest.approx(-np.log(np.exp(2) / np.exp([0, 1, 2]).sum()), rel=1e-14)
 

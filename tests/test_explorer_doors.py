@@ -18,6 +18,8 @@ def test_a_layer_the_model_does_not_have_is_refused():
 def test_tokens_outside_the_models_vocabulary_are_refused_by_name():
     with pytest.raises(ValueError, match="tokens"):
         compute_frame(State(trained=True, layer=0, tokens="a b x"), _small_model(1, vocab=4))
+    with pytest.raises(ValueError, match="tokens"):
+        compute_frame(State(trained=True, layer=0, tokens="a b e"), _small_model(1, vocab=4))  # e is id 4
 
 
 def test_a_token_error_names_tokens_not_text():

@@ -46,6 +46,7 @@ def test_rope_vjp_refuses_positions_and_bases_before_negating_them(positions, ba
     (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 2)), np.ones((3, 5)), np.ones((2, 3)),
                                 np.ones((2, 5))), "K"),
     (lambda: grad.repeat_kv_vjp(np.ones((1, 4, 2, 3)), 3), "group"),
+    (lambda: grad.repeat_kv_vjp(np.ones((3, 4, 2, 3)), 3), "group"),  # the batch divides, the heads do not
     (lambda: grad.repeat_kv_vjp(np.ones((4, 2, 3)), 2), "d_repeated"),
     (lambda: grad.linear_vjp(np.ones((2, 3)), np.ones((4, 5)), np.ones((2, 5))), "x"),
     (lambda: grad.linear_vjp(np.ones((2, 3)), np.ones((3, 5)), np.ones((2, 4))), "d_y"),

@@ -34,3 +34,18 @@ def test_every_successful_calls_tokens_are_cached_under_contention():
         assert len(cache) == len(expected), trial
         order = lambda a: a[np.lexsort(a.T[::-1])]  # noqa: E731 - the same rows, in one order
         np.testing.assert_allclose(order(cached), order(expected), rtol=1e-12, atol=1e-12)
+
+
+def test_a_failed_step_undoes_only_its_own_tokens_when_another_thread_appended_after_them():
+    cache, keys = KVCache(), [np.full((1, 1, 1, 2), float(i)) for i in range(3)]
+    cache.extend(keys[0], keys[0])
+    other = threading.Thread(target=lambda: cache.extend(keys[2], keys[2]))
+    try:
+        with cache.undo_on_error():
+            cache.extend(keys[1], keys[1])  # this step's token
+            other.start()
+            other.join()  # the other thread's token comes after it
+            raise KeyboardInterrupt  # the step fails after its append
+    except KeyboardInterrupt:
+        pass
+    np.testing.assert_array_equal(cache.keys[0, 0, :, 0], [0.0, 1.0, 2.0])  # nothing of the other thread lost

@@ -37,6 +37,7 @@ GOOD = {"a": np.array([0.1, 0.2, -0.3]), "b": np.array([[1.0, -1.0]])}
 @pytest.mark.parametrize(("bad", "name"), [
     ({"a": GOOD["a"]}, "missing"),  # half a step would move only a
     ({"a": GOOD["a"], "b": np.array([1.0, 2.0])}, "grads\\['b'\\]"),
+    ({"a": np.ones(4), "b": GOOD["b"]}, "grads\\['a'\\]"),  # the same rank, another length
     ({"a": np.array([np.nan, 0, 0]), "b": GOOD["b"]}, "grads\\['a'\\]"),
     ({"a": GOOD["a"], "b": np.array([[np.inf, 0]])}, "grads\\['b'\\]"),
 ])

@@ -178,8 +178,8 @@ def copying_score(ov):
     float in ``[-1, 1]``
     """
     score = _copying_or_nan(ov)
-    if np.isnan(score):  # a nonzero nilpotent matrix: every eigenvalue is 0
-        raise ValueError("ov has only zero eigenvalues: its copying score would be 0 / 0")
+    if np.isnan(score):  # a zero matrix (a head that writes nothing), or a nilpotent one
+        raise ValueError("ov has only zero eigenvalues (a head that writes nothing?): its copying score is 0 / 0")
     return score
 
 
@@ -262,8 +262,7 @@ def icl_tokens(max_len):
 
     Always ``1 <= early < late < max_len``.
     """
-    early = max(1, round(max_len * 50 / 512))
-    return early, max(early + 1, min(round(max_len * 500 / 512), max_len - 1))
+    return max(1, round(max_len * 50 / 512)), min(round(max_len * 500 / 512), max_len - 1)
 
 
 # --- everything at once ----------------------------------------------------------------------

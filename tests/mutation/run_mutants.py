@@ -49,16 +49,16 @@ MUTANTS = [  # (file, original text, mutated text, tests)
     ("mhattn/checks/learning.py", "if vocab is not None and array.size and (array.min() < 0 or array.max() >= vocab):",
      "if vocab is not None and array.size and (array.min() < -vocab or array.max() >= vocab):", CIRCUITS + DOORS),
     ("mhattn/checks/learning.py", "array.max() >= vocab):\n        raise ValueError(f\"{name} must lie in",
-     "array.max() > vocab):\n        raise ValueError(f\"{name} must lie in", DOORS),
+     "array.max() > vocab):\n        raise ValueError(f\"{name} must lie in", CIRCUITS + DOORS),
     ("mhattn/checks/learning.py", "    if not 1 <= value < seq_len:", "    if not 0 <= value < seq_len:", CIRCUITS),
     ("mhattn/checks/learning.py", "    if max_len < 3:", "    if max_len < 1:", CIRCUITS),
     ("mhattn/checks/learning.py", "    if layer0 >= layer1:", "    if layer0 > layer1:", DOORS),
     ("mhattn/checks/learning.py", "    for name, parameter in value.parameters().items():", "    for name, parameter in {}.items():", CIRCUITS),
-    ("mhattn/checks/learning.py", "    if not np.abs(ov).max() > 0:", "    if False:", DOORS),
+    ("mhattn/learn/circuits.py", "    if np.isnan(score):", "    if False:", DOORS),
     ("mhattn/checks/learning.py", "layer_head(model, layer, head)\n    return {\"model\"", "(layer, head)\n    return {\"model\"", CIRCUITS + DOORS),
     ("mhattn/checks/learning.py", "return int_array(\"targets\", targets, (2,) + tokens.shape, model.vocab)",
      "return int_array(\"targets\", targets, (2,) + tokens.shape)", SLOTS),
-    ("mhattn/learn/circuits.py", "max(early + 1, min(round(max_len * 500 / 512), max_len - 1))", "min(round(max_len * 500 / 512), max_len - 1)", CIRCUITS),
+    ("mhattn/learn/circuits.py", "min(round(max_len * 500 / 512), max_len - 1)", "min(round(max_len * 500 / 512), max_len)", CIRCUITS),
     ("mhattn/learn/circuits.py", "*icl_tokens(repeated.shape[1])", "*icl_tokens(model.max_len)", CIRCUITS),
     ("mhattn/learn/circuits.py", "half_len = min(model.max_len // 2, model.vocab)", "half_len = model.max_len // 2 + 1", CIRCUITS),
     ("mhattn/learn/circuits.py", "return float(eigenvalues.sum().real / total) if total > 0 else float(\"nan\")",
@@ -100,7 +100,7 @@ def run(number, mutant):
     file.write_text(source.replace(original, mutated), encoding="utf-8")
     try:
         env = os.environ | {"OPENBLAS_NUM_THREADS": "1"}
-        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", "not test_the_good_call", *tests],
                                 cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
         return "killed" if result.returncode != 0 else "survived"
     finally:
