@@ -74,7 +74,7 @@ def test_segments_split_every_sequence_into_three_parts():
 
 
 def test_previous_token_score_rejects_bad_input():
-    with pytest.raises(ValueError, match="weights must have shape"):
+    with pytest.raises(ValueError, match="weights must be 4-D with shape"):
         previous_token_score(np.zeros((2, 3, 3)))
     with pytest.raises(ValueError, match="queries must have shape"):
         previous_token_score(np.zeros((1, 1, 4, 4)), np.ones((1, 3), dtype=bool))

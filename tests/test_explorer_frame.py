@@ -154,7 +154,7 @@ def test_a_longer_sequence_keeps_the_earlier_tokens():
     (dict(num_heads=8, d_model=12), ValueError, "num_heads must divide d_model = 12"),
     (dict(seq_len=33), ValueError, "seq_len must be in [2, 32]; got 33"),
     (dict(mask="future"), ValueError, "mask must be one of"),
-    (dict(layer=2), ValueError, "layer must be in [0, 1]; got 2"),
+    (dict(layer=2), ValueError, "layer must be an int in [0, 1]; got 2"),
     (dict(tokens="a"), ValueError, "tokens must hold 2 to 32 letters; got 1"),
     (dict(positions="rope", trained=True), ValueError, "positions must be one of ('learned', 'none')"),
     (dict(positions="learned"), ValueError, "positions must be one of"),

@@ -6,7 +6,7 @@
   every tracked file (notebooks, figures, tests, book...) except CI's scripts, and no cache.
 - The wheel, installed bare in a fresh virtual environment with NumPy alone, imports, runs
   the worked example of ``README-pypi.md`` and the backward pass, loads its checkpoint, and
-  its picture helpers say which extra to install.
+  its picture helpers and the trainer's command line say which extra to install.
 - ``mhattn.__version__`` is the installed metadata's version, which is ``pyproject.toml``'s.
 - A unit test file runs without nbval; nbval is on, with the notebooks' options, when
   installed.
@@ -250,6 +250,13 @@ except ImportError as error:
     assert 'pip install "mhattn[chapter]"' in str(error), str(error)
 else:
     raise AssertionError("the explorer's widget imported without ipywidgets")
+
+# The trainer's first run: python -m mhattn.train names the extra it needs, before training.
+import subprocess
+trainer = subprocess.run([sys.executable, "-m", "mhattn.train", "--out", "first-run", "--steps", "1"],
+                         capture_output=True, text=True, timeout=120)
+assert trainer.returncode == 2 and 'pip install "mhattn[chapter]"' in trainer.stderr, trainer.stderr
+assert "Traceback" not in trainer.stderr, trainer.stderr
 print("bare wheel OK")
 '''
 

@@ -133,29 +133,29 @@ def test_several_heads_offset_profile_on_hand_built_weights():
 
 def test_several_heads_model_rejects_bad_tokens_with_clear_errors():
     model = sh.TwoSlotModel(2)
-    with pytest.raises(ValueError, match=r"tokens must be ints of shape \(batch, 16\)"):
+    with pytest.raises(ValueError, match=r"tokens must be ints of shape \(batch, seq_len = 16\)"):
         model(np.zeros((2, 15), dtype=int))
-    with pytest.raises(ValueError, match=r"tokens must lie in \[0, 16\); got 1 to 16"):
+    with pytest.raises(ValueError, match=r"tokens must be integer ids in \[0, 16\).*got values 1 to 16"):
         model(np.arange(1, 17)[None])
-    with pytest.raises(ValueError, match="tokens must be ints"):
+    with pytest.raises(TypeError, match="tokens must be integer ids.*got dtype float64"):
         model(np.zeros((1, 16)))
     with pytest.raises(ValueError, match="seq_len must be at least 3"):
         sh.TwoSlotModel(1, seq_len=2)
     with pytest.raises(ValueError, match="num_heads"):
         sh.TwoSlotModel(3)
     tokens, targets = sh.two_slot_batch(np.random.default_rng(0), 2)
-    with pytest.raises(ValueError, match=r"targets must have shape \(2, batch, seq_len\) = \(2, 2, 16\)"):
+    with pytest.raises(ValueError, match=r"targets must have shape \(2, 2, 16\)"):
         sh.slot_accuracy(model, tokens, targets[0])
-    with pytest.raises(ValueError, match=r"targets must have shape \(2, batch, seq_len\) = \(2, 2, 16\)"):
+    with pytest.raises(ValueError, match=r"targets must have shape \(2, 2, 16\)"):
         sh.loss_and_grads(model, tokens, targets[:1])
     with pytest.raises(ValueError, match=r"weights must have shape .* = \(2, 2, 16, 16\); got \(2, 1, 16, 16\)"):
         sh.logits_with_weights(model, tokens, np.zeros((2, 1, 16, 16)))
-    with pytest.raises(ValueError, match=r"max_offset must lie in \[0, seq_len\) = \[0, 16\); got 16"):
+    with pytest.raises(ValueError, match=r"max_offset must be an int in \[0, 15\]; got 16"):
         sh.offset_profile(np.zeros((1, 1, 16, 16)), max_offset=16)
     with pytest.raises(ValueError, match="batch_size must be a positive int; got 0"):
         sh.two_slot_batch(np.random.default_rng(0), 0)
     for lr in (-0.1, 0.0, np.inf, True):
-        with pytest.raises(ValueError, match=f"lr must be a positive float; got {lr!r}"):
+        with pytest.raises((TypeError, ValueError), match="lr must be a finite float > 0; got"):
             sh.train(1, lr=lr)
 
 
@@ -177,7 +177,7 @@ def test_several_heads_without_heads_equals_zero_weights_and_leaves_the_model_al
         expected = sh.logits_with_weights(model, tokens, silenced)
         np.testing.assert_allclose(sh.without_heads(model, heads)(tokens)[0], expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(model.attention.W_o, W_o)
-    with pytest.raises(ValueError, match=r"heads must lie in \[0, 4\); got 4"):
+    with pytest.raises(ValueError, match=r"heads must be an int in \[0, 3\]; got 4"):
         sh.without_heads(model, [4])
 
 

@@ -304,7 +304,7 @@ def test_a_hundred_updates_do_not_grow_figures_or_objects(ex):
         (dict(tokens="a b 7"), ValueError, "'7'"),
         (dict(tokens="a"), ValueError, "tokens must hold 2 to 32 letters; got 1"),
         (dict(tokens="ab" * 17), ValueError, "tokens must hold 2 to 32 letters; got 34"),
-        (dict(layer=2), ValueError, "layer must be in [0, 1]; got 2"),
+        (dict(layer=2), ValueError, "layer must be an int in [0, 1]; got 2"),
         (dict(layer=1.0), TypeError, "layer must be an int"),
     ],
 )

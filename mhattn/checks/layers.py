@@ -5,7 +5,17 @@ import numbers
 
 import numpy as np
 
-from .values import axis_index, compute_dtype, finite, mask_array, ndim, overflow_error, positive_int, real_array
+from .values import (
+    axis_index,
+    compute_dtype,
+    finite,
+    mask_array,
+    ndim,
+    number_array,
+    overflow_error,
+    positive_int,
+    real_array,
+)
 
 # --- the teaching functions' arguments ------------------------------------------------------
 
@@ -89,7 +99,7 @@ def dropout(dropout_p, rng):
 def split_heads_args(x, num_heads):
     """Arguments of :func:`mhattn.split_heads`."""
     num_heads = positive_int("num_heads", num_heads)
-    x = np.asarray(x)
+    x = number_array("x", x)
     ndim("x", x, 3, "(batch, seq_len, d_model)")
     if x.shape[-1] % num_heads:
         raise ValueError(f"num_heads must divide d_model = {x.shape[-1]}; got num_heads = {num_heads}")
@@ -98,7 +108,7 @@ def split_heads_args(x, num_heads):
 
 def combine_heads_args(x):
     """Arguments of :func:`mhattn.combine_heads`."""
-    x = np.asarray(x)
+    x = number_array("x", x)
     ndim("x", x, 4, "(batch, num_heads, seq_len, d_k)")
     return {"x": x}, None
 

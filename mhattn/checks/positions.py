@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from .values import compute_dtype, finite, positive_int, real_array
+from .values import compute_dtype, finite, number_array, positive_int, real_array
 
 
 def angles_args(positions, d_k, base):
@@ -49,35 +49,42 @@ def order_args(d_k):
 
 
 
-def _int_array(positions):
-    """``positions`` as an array of ints (not bools, not uint64, which int64 cannot hold), or a TypeError."""
-    array = np.asarray(positions)
+LARGEST_POSITION = 2**53  #: the largest |position|: every int up to it is exact in float64, so angles differ
+
+
+def _int_array(positions, shapes, expected):
+    """``positions`` as int64 of one of ``shapes`` in ``[-2**53, 2**53]``, or a clear error naming ``positions``.
+
+    Not bools, not uint64 (which int64 cannot hold), not a masked array; beyond 2**53 two
+    positions would turn by the same angle.
+    """
+    array = number_array("positions", positions)  # a masked array is refused
     if array.dtype.kind not in "iu" or array.dtype == np.uint64:
         raise TypeError(
             f"positions must be an array of ints (one per row of x, e.g. np.arange(seq_len)); got dtype {array.dtype}"
+        )
+    if not any(len(shape) == array.ndim and all(w is None or w == n for w, n in zip(shape, array.shape, strict=True))
+               for shape in shapes):
+        raise ValueError(f"positions must have shape {expected}; got shape {array.shape}")
+    array = array.astype(np.int64, copy=False)
+    if array.size and not (-LARGEST_POSITION <= int(array.min()) and int(array.max()) <= LARGEST_POSITION):
+        raise ValueError(
+            f"positions must lie in [-2**53, 2**53], where every int is exact as a float (beyond it two "
+            f"positions would turn by the same angle); got {array.min()} to {array.max()}"
         )
     return array
 
 
 def position_array(positions, seq_len):
     """``positions`` as a 1-D int64 array of length ``seq_len`` (any length if None), or a clear error."""
-    array = _int_array(positions)
-    if array.ndim != 1:
-        raise ValueError(f"positions must be 1-D, one int per row; got shape {array.shape}")
-    if seq_len is not None and array.shape != (seq_len,):
-        raise ValueError(f"positions must have shape (seq_len,) = ({seq_len},); got shape {array.shape}")
-    return array.astype(np.int64, copy=False)
+    expected = "(seq_len,), one int per row" if seq_len is None else f"(seq_len,) = ({seq_len},)"
+    return _int_array(positions, [(seq_len,)], expected)
 
 
 def batch_positions(positions, batch, seq_len):
     """``positions`` as int64 of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
-    array = _int_array(positions)
-    if array.shape not in ((seq_len,), (batch, seq_len)):
-        raise ValueError(
-            f"positions must have shape (seq_len,) = ({seq_len},) or (batch, seq_len) = ({batch}, {seq_len}); "
-            f"got shape {array.shape}"
-        )
-    return array.astype(np.int64, copy=False)
+    expected = f"(seq_len,) = ({seq_len},) or (batch, seq_len) = ({batch}, {seq_len})"
+    return _int_array(positions, [(seq_len,), (batch, seq_len)], expected)
 
 
 def module_positions(positions, rope, batch, seq_len):

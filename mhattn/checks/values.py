@@ -61,21 +61,31 @@ def axis_index(value, ndim, shape):
 # --- arrays -----------------------------------------------------------------------------
 
 
-def real_array(name, value):
-    """Return ``value`` as a floating-point ndarray (integers become float64).
+def number_array(name, value):
+    """Return ``value`` as an ndarray of real numbers (ints or floats), as given: no cast, no copy.
 
-    Raises ``TypeError`` for booleans, complex numbers, strings and objects, and
+    Raises ``TypeError`` for booleans, complex numbers, strings, objects and masked arrays
+    (``np.asarray`` would drop the mask and use the masked entries as numbers), and
     ``ValueError`` for ragged nested lists.
     """
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} must be a plain ndarray, not a masked array: its mask would be dropped and the masked "
+            f"entries used as numbers. Pass {name}.filled(value) or, for attention, a boolean mask= argument"
+        )
     try:
         array = np.asarray(value)
     except ValueError:
         raise ValueError(f"{name} must be a rectangular array of numbers; got a ragged nested sequence") from None
-    if array.dtype.kind in "iu":
-        return array.astype(np.float64)
-    if array.dtype.kind != "f":
+    if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers; got an array of dtype {array.dtype}")
     return array
+
+
+def real_array(name, value):
+    """Return ``value`` as a floating-point ndarray (integers become float64); see :func:`number_array`."""
+    array = number_array(name, value)
+    return array.astype(np.float64) if array.dtype.kind in "iu" else array
 
 
 def compute_dtype(*arrays):

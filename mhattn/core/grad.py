@@ -30,12 +30,23 @@ autograd in ``tests/test_grad.py``; notebook 09 derives them.
 import numpy as np
 
 from .. import checks
+from ..checks import checked, moves_numbers
+from ..checks.grad import (
+    attention_vjp_args,
+    combine_heads_vjp_args,
+    linear_vjp_args,
+    repeat_kv_vjp_args,
+    rope_vjp_args,
+    softmax_vjp_args,
+    split_heads_vjp_args,
+)
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
 from .positions import apply_rope, apply_rope_interleaved
 from .projection import project_qkv, repeat_kv
 
 
+@checked(softmax_vjp_args)
 def softmax_vjp(weights, d_weights):
     r"""Backward of ``weights = softmax(scores, axis=-1)``: from ``d_weights`` to ``d_scores``.
 
@@ -68,6 +79,7 @@ def softmax_vjp(weights, d_weights):
     return weights * (d_weights - inner)  # (..., n): p_j (g_j - sum_i g_i p_i); 0 where p_j = 0
 
 
+@checked(attention_vjp_args)
 def attention_vjp(Q, K, V, weights, d_output):
     r"""Backward of ``output, weights = scaled_dot_product_attention(Q, K, V, mask)``.
 
@@ -111,6 +123,7 @@ def attention_vjp(Q, K, V, weights, d_output):
     return dQ, dK, dV
 
 
+@moves_numbers(split_heads_vjp_args)
 def split_heads_vjp(d_heads):
     r"""Backward of ``heads = split_heads(x, num_heads)``: a reshape moves numbers, so its vjp moves them back.
 
@@ -126,6 +139,7 @@ def split_heads_vjp(d_heads):
     return combine_heads(d_heads)  # (batch, seq_len, d_model): every number back in its column
 
 
+@moves_numbers(combine_heads_vjp_args)
 def combine_heads_vjp(d_x, num_heads):
     r"""Backward of ``x = combine_heads(heads)``: split ``d_x`` the way the forward joined the heads.
 
@@ -142,6 +156,7 @@ def combine_heads_vjp(d_x, num_heads):
     return split_heads(d_x, num_heads)  # (batch, num_heads, seq_len, d_k)
 
 
+@checked(linear_vjp_args)
 def linear_vjp(x, W, d_y):
     r"""Backward of ``y = x @ W`` for a weight matrix ``W`` shared by every token.
 
@@ -171,7 +186,7 @@ def linear_vjp(x, W, d_y):
     return d_x, d_W
 
 
-
+@checked(repeat_kv_vjp_args)
 def repeat_kv_vjp(d_repeated, group):
     r"""Backward of ``np.repeat(K, group, axis=1)``, grouped-query attention's key/value sharing.
 
@@ -193,6 +208,7 @@ def repeat_kv_vjp(d_repeated, group):
     return d_repeated.sum(axis=2)  # (batch, num_kv_heads, seq_len, d_k): one sum per shared head
 
 
+@checked(rope_vjp_args)
 def rope_vjp(d_rotated, positions, base=10000.0):
     r"""Backward of ``rotated = apply_rope(x, positions, base)``: the same rotations, turned back.
 
@@ -203,7 +219,9 @@ def rope_vjp(d_rotated, positions, base=10000.0):
     ----------
     d_rotated : ndarray of shape ``(..., seq_len, d_k)``
     positions : ndarray of int, shape ``(seq_len,)``
-    base : float
+        In ``[-2**53, 2**53]``, as for :func:`~mhattn.core.positions.apply_rope`; checked
+        before they are negated, so no integer wraps around.
+    base : float > 0
 
     Returns
     -------

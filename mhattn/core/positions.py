@@ -40,8 +40,14 @@ def rope_angles(positions, d_k, base=10000.0):
     -------
     ndarray of shape ``(seq_len, ceil(d_k / 2))``, float64
     """
-    frequencies = base ** (-np.arange(0, d_k, 2) / d_k)  # (ceil(d_k / 2),): theta_i = base^(-2i / d_k)
-    return np.multiply.outer(positions, frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
+    return _angles(positions, d_k, base, np.float64)
+
+
+def _angles(positions, d_k, base, dtype):
+    """:func:`rope_angles` computed in ``dtype``: longdouble RoPE keeps longdouble's digits."""
+    exponents = -np.arange(0, d_k, 2).astype(dtype) / np.asarray(d_k, dtype=dtype)  # (ceil(d_k / 2),)
+    frequencies = np.asarray(base, dtype=dtype) ** exponents  # theta_i = base^(-2i / d_k)
+    return np.multiply.outer(positions.astype(dtype), frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
 
 
 @checked(sinusoidal_args)
@@ -98,12 +104,14 @@ def apply_rope(x, positions, base=10000.0):
     Parameters
     ----------
     x : ndarray of shape ``(..., seq_len, d_k)``
-        Queries or keys, ``d_k`` even. float32 stays float32; float16 is computed in float32.
+        Queries or keys, ``d_k`` even. float32 stays float32; float16 is computed in float32;
+        the angles are computed in float64, or in longdouble for a longdouble ``x``.
     positions : array of int, shape ``(seq_len,)`` or ``(batch, seq_len)``
-        The position of each row; negative positions turn backwards (the inverse rotation).
-        ``(batch, seq_len)`` gives every sequence of a batch its own positions (an offset per
-        row, left padding, packed sequences), for ``x`` of shape ``(batch, heads, seq_len, d_k)``:
-        the same positions in every head.
+        The position of each row, in ``[-2**53, 2**53]`` (every such int is exact as a float,
+        so different positions turn by different angles); negative positions turn backwards
+        (the inverse rotation). ``(batch, seq_len)`` gives every sequence of a batch its own
+        positions (an offset per row, left padding, packed sequences), for ``x`` of shape
+        ``(batch, heads, seq_len, d_k)``: the same positions in every head.
     base : float > 0, default 10000.0
         The literature's :math:`\theta` (Su et al. call it 10000, Llama 3 uses 500000).
 
@@ -114,6 +122,11 @@ def apply_rope(x, positions, base=10000.0):
     cos, sin = _cos_sin(positions, x, base)  # (seq_len, d_k / 2) each, or (batch, 1, seq_len, d_k / 2)
     x1, x2 = np.split(x, 2, axis=-1)  # (..., seq_len, d_k / 2) each: pair i is (x1[..., i], x2[..., i])
     return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)  # (..., seq_len, d_k)
+
+
+def _angle_dtype(dtype):
+    """The angles' dtype for ``x`` of ``dtype``: float64, or longdouble for longdouble ``x``."""
+    return np.dtype(np.longdouble) if dtype == np.longdouble else np.dtype(np.float64)
 
 
 @checked(rope_args)
@@ -135,8 +148,9 @@ def apply_rope_interleaved(x, positions, base=10000.0):
 
 
 def _cos_sin(positions, x, base):
-    """The cosines and sines of every angle, in ``x``'s dtype, shaped to broadcast against ``x``'s pairs."""
-    angles = rope_angles(positions, x.shape[-1], base)  # (seq_len, d_k / 2) or (batch, seq_len, d_k / 2), float64
+    """``cos`` and ``sin`` of every angle, in ``x``'s dtype: ``(seq_len, d_k / 2)``, or ``(batch, 1, seq_len, d_k / 2)``
+    for one row of positions per sequence."""
+    angles = _angles(positions, x.shape[-1], base, _angle_dtype(x.dtype))  # (seq_len, d_k / 2) or (batch, ...)
     if angles.ndim == 3:  # one row of positions per sequence: the same in every head
         angles = angles[:, None]  # (batch, 1, seq_len, d_k / 2)
     return np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)

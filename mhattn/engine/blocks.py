@@ -26,8 +26,13 @@ one core. Why no threads of our own? It was measured: a helper thread per call t
 half of each ``exp`` gained about 15 % at two BLAS threads, not enough to pay for threads
 inside every call; with a pool, one block per thread, our threads and BLAS's fight for
 the cores (2-4x slower); limiting BLAS to one thread needs process-wide state that other threads can
-change under us. The loop is fork-safe, gives the same bits from any thread, and changes
-nothing outside the call.
+change under us. The loop gives the same bits from any thread and changes nothing outside the call.
+
+**Processes.** The loop holds no lock and starts no thread of its own, but BLAS has a
+thread pool: a fork while another thread of the parent is inside a matrix product can leave
+the child waiting forever on a lock it copied while held (plain NumPy's ``@`` does the same).
+Safe: forking while no thread computes, ``multiprocessing`` with the ``"spawn"`` or
+``"forkserver"`` start method, or one BLAS thread (``OPENBLAS_NUM_THREADS=1``).
 
 When a head's scores are fewer than a block holds (short sequences), a block is several
 whole heads instead, so that each step is one batched call rather than many tiny ones.

@@ -137,7 +137,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None, is_causal)
     tiles.check_scores = _scores_may_overflow(Q, K, work)
     v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
-    key_norms, log_v_max = _key_norms_in_tiles(K), log_max_abs(V) + math.log(v_scale)  # (...) each
+    key_norms, log_v_max = _key_norms_in_tiles(K), log_max_abs(V) + float(np.log(v_scale))  # (...) each
     with np.errstate(over="ignore", invalid="ignore"):
         for outer in np.ndindex(lead[:-1]):  # every index of the leading axes but the last
             for head in range(0, lead[-1], heads):
@@ -341,8 +341,8 @@ def _value_scale(V, seq_k, dtype):
     near the largest float that sum could overflow where the average does not. Scaling V by
     a power of two, and the output back, changes no digit.
     """
-    limit = float(np.finfo(dtype).max) / (4 * max(seq_k, 1))
-    largest = _max_abs(V)
+    limit = np.finfo(dtype).max / np.asarray(4 * max(seq_k, 1), dtype=dtype)  # in dtype: longdouble's max is no float
+    largest = np.maximum(V.max(initial=0), -V.min(initial=0)).astype(dtype)  # max |V| without a |V|-sized temporary
     if largest <= limit:
         return 1
-    return 2.0 ** -math.ceil(math.log2(largest / limit))
+    return np.asarray(2.0, dtype=dtype) ** -int(np.ceil(np.log2(largest / limit)))

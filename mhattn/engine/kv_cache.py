@@ -19,6 +19,8 @@ import weakref
 
 import numpy as np
 
+from .. import checks
+
 
 def _one_thread(method):
     """Run ``method`` holding the cache's lock, or raise ``RuntimeError`` if another thread holds it."""
@@ -217,11 +219,7 @@ class KVCache:
 
         To go back to an earlier point of a decoding run (a rejected draft, a new branch).
         """
-        if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
-            raise TypeError(f"length must be an int in [0, {self._length}]; got {length!r}")
-        if not 0 <= length <= self._length:
-            raise ValueError(f"length must be an int in [0, {self._length}]; got {length!r}")
-        self._forget_from(int(length))
+        self._forget_from(checks.index("length", length, self._length + 1))
 
     def _forget_from(self, length):
         """Drop the tokens from ``length`` on; the caller holds the lock."""
@@ -303,7 +301,7 @@ class KVCache:
 
 
 def _array(name, value):
-    array = np.asarray(value)
+    array = checks.number_array(name, value)  # a masked array is refused: its mask would be lost
     if array.dtype.kind != "f":
         raise TypeError(f"{name} must be a float array; got dtype {array.dtype}")
     return array

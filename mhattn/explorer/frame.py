@@ -37,7 +37,7 @@ from ..core.masks import causal_mask, padding_mask
 from ..core.multihead import MultiHeadAttention
 from ..learn import circuits
 from ..learn.generate import generate
-from ..learn.model import decode_tokens, encode_letters, load_trained
+from ..learn.model import LETTERS, decode_tokens, encode_letters, load_trained
 from ..pictures.embedding_shift import embedding_shift_2d
 
 MIN_SEQ_LEN, MAX_SEQ_LEN = 2, 32
@@ -93,7 +93,10 @@ def parse_tokens(text, longest=MAX_SEQ_LEN):
     """The letters of ``text`` as token ids ``(seq_len,)``, or a ValueError that says what to type."""
     if not isinstance(text, str):
         raise TypeError(f"tokens must be a str of letters, like {DEFAULT_TOKENS!r}; got {text!r}")
-    tokens = encode_letters(text)  # a ValueError names any character that is not a letter
+    try:
+        tokens = encode_letters(text)
+    except ValueError as error:  # it names the text; the explorer's setting is called tokens
+        raise ValueError(f"tokens {str(error).removeprefix('text ')}") from None
     if not MIN_SEQ_LEN <= len(tokens) <= longest:
         raise ValueError(f"tokens must hold {MIN_SEQ_LEN} to {longest} letters; got {len(tokens)} in {text!r}")
     return tokens
@@ -124,8 +127,16 @@ class State:
         return POSITIONS[self.trained][0] if self.positions is None else self.positions
 
 
-def check_state(state):
-    """``state`` with every setting checked (a clear error names any that the explorer cannot show)."""
+def check_state(state, model=None, *, unused=True):
+    """``state`` with every setting checked (a clear error names any that the explorer cannot show).
+
+    ``model`` is the trained model the frame will show (None: the shipped one, two layers):
+    ``layer`` must be one of its layers and ``tokens`` ids of its vocabulary. ``unused=False``
+    leaves out the tokens when the weights are untrained (they never read them): a frame
+    needs only what it shows, the widget all it may switch to.
+    """
+    if not isinstance(state, State):  # a frozen dataclass: replace() below needs one
+        raise TypeError(f"state must be an mhattn.explorer.State; got {state!r} of type {type(state).__name__}")
     d_model = checks.positive_int("d_model", state.d_model)
     if d_model not in D_MODELS:
         raise ValueError(f"d_model must be one of {D_MODELS}; got {d_model}")
@@ -139,12 +150,14 @@ def check_state(state):
     if state.mask not in MASKS:
         raise ValueError(f"mask must be one of {MASKS}; got {state.mask!r}")
     trained = checks.flag("trained", state.trained)
-    parse_tokens(state.tokens)
-    layer = state.layer
-    if isinstance(layer, (bool, np.bool_)) or not isinstance(layer, (int, np.integer)):
-        raise TypeError(f"layer must be an int; got {layer!r} of type {type(layer).__name__}")
-    if not 0 <= layer < TRAINED_LAYERS:
-        raise ValueError(f"layer must be in [0, {TRAINED_LAYERS - 1}]; got {layer}")
+    num_layers = TRAINED_LAYERS if model is None else len(model.layers)
+    layer = checks.index("layer", state.layer, num_layers)
+    if trained or unused:
+        tokens = parse_tokens(state.tokens, MAX_SEQ_LEN if model is None else min(model.max_len, MAX_SEQ_LEN))
+        vocab = len(LETTERS) if model is None else model.vocab
+        if tokens.max() >= vocab:
+            raise ValueError(f"tokens must be letters the model knows, the first {vocab} of a-z; got "
+                             f"{state.tokens!r}")
     choices = position_choices(trained)
     if state.positions is not None and state.positions not in choices:
         kind = "trained" if trained else "untrained"
@@ -153,7 +166,7 @@ def check_state(state):
         raise ValueError(f"positions='rope' needs an even d_k = d_model // num_heads (RoPE turns pairs of "
                          f"coordinates); got d_k = {d_model // num_heads}")
     return replace(state, trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads,
-                   seed=checks.seed(state.seed), layer=int(layer))
+                   seed=checks.seed(state.seed), layer=layer)
 
 
 @dataclass(frozen=True)
@@ -226,7 +239,10 @@ def compute_frame(state, model=None):
     -------
     Frame
     """
-    state = check_state(state)
+    if model is not None and not all(hasattr(model, part) for part in ("layers", "embed", "pos", "max_len", "vocab")):
+        raise TypeError(f"model must be an mhattn InductionModel or None; got {model!r} of type "
+                        f"{type(model).__name__}")
+    state = check_state(state, model, unused=False)
     if state.trained:
         return _trained_frame(state, model)
     return _untrained_frame(state)

@@ -26,18 +26,13 @@ https://transformer-circuits.pub/2021/framework/index.html. Olsson et al. (2022)
 import numpy as np
 
 from .. import checks
+from ..checks import checked, learning
 from .task import accuracy, induction_batch, layout
 
 # --- attention patterns --------------------------------------------------------------------
 
 
-def _check_weights(weights):
-    weights = np.asarray(weights)
-    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"weights must have shape (batch, num_heads, seq_len, seq_len); got {weights.shape}")
-    return weights
-
-
+@checked(learning.previous_token_args)
 def previous_token_score(weights, queries=None):
     """Per head, the mean attention weight from query ``t`` to key ``t - 1``.
 
@@ -55,25 +50,22 @@ def previous_token_score(weights, queries=None):
     -------
     ndarray of shape ``(num_heads,)``
     """
-    weights = _check_weights(weights)
     batch, _, seq_len, _ = weights.shape
     t = np.arange(1, seq_len)  # (seq_len - 1,): queries with a previous token
     on_previous = weights[:, :, t, t - 1]  # (batch, num_heads, seq_len - 1)
-    keep = np.ones((batch, seq_len), dtype=bool) if queries is None else np.asarray(queries, dtype=bool)
-    if keep.shape != (batch, seq_len):
-        raise ValueError(f"queries must have shape {(batch, seq_len)}; got {keep.shape}")
+    keep = np.ones((batch, seq_len), dtype=bool) if queries is None else queries
     keep = keep[:, 1:]  # (batch, seq_len - 1)
-    if not keep.any():
-        raise ValueError("queries must select at least one query t >= 1")
     return on_previous.transpose(1, 0, 2)[:, keep].mean(axis=-1)  # (num_heads,)
 
 
+@checked(learning.segments_args)
 def segments(n, seq_len, offset=0, gap=0):
     """The parts of an induction sequence as query masks: ``{name: (batch, seq_len) bool}``.
 
     With the first copy at ``o = offset`` and the second at ``s = o + n + gap``:
     ``"first copy"``: ``o <= t < o + n``; ``"second copy"``: ``s <= t < s + n``; ``"rest"``:
-    every other position (the random tokens before, between and after the copies).
+    every other position (the random tokens before, between and after the copies). ``n``,
+    ``offset`` and ``gap`` are ints >= 0 or one per sequence, ``(batch,)``.
     """
     t = np.arange(seq_len)[None, :]  # (1, seq_len)
     n = np.asarray(n)[:, None]  # (batch, 1)
@@ -84,6 +76,7 @@ def segments(n, seq_len, offset=0, gap=0):
     return {"first copy": in_first, "second copy": in_second, "rest": ~(in_first | in_second)}
 
 
+@checked(learning.prefix_matching_args)
 def prefix_matching_score(weights, tokens):
     r"""Per head, the prefix-matching score of Olsson et al. (2022).
 
@@ -103,10 +96,6 @@ def prefix_matching_score(weights, tokens):
     -------
     ndarray of shape ``(num_heads,)``
     """
-    weights = _check_weights(weights)
-    tokens = np.asarray(tokens)
-    if tokens.shape != (weights.shape[0], weights.shape[-1]):
-        raise ValueError(f"tokens must have shape {(weights.shape[0], weights.shape[-1])}; got {tokens.shape}")
     seq_len = tokens.shape[1]
     after = np.zeros(tokens.shape, dtype=tokens.dtype)  # (batch, seq_len): the token before each key
     after[:, 1:] = tokens[:, :-1]
@@ -120,6 +109,7 @@ def prefix_matching_score(weights, tokens):
     return per_query.transpose(1, 0, 2)[:, has_any].mean(axis=-1)  # (num_heads,)
 
 
+@checked(learning.repeated_tokens_args)
 def repeated_random_tokens(rng, batch_size, half_len, vocab):
     """Random tokens, repeated once: the sequences Olsson et al. (2022) score heads on.
 
@@ -130,8 +120,6 @@ def repeated_random_tokens(rng, batch_size, half_len, vocab):
     -------
     ndarray of int, shape ``(batch_size, 2 * half_len)``
     """
-    if not 1 <= half_len <= vocab:
-        raise ValueError(f"half_len must be in [1, vocab = {vocab}]; got {half_len}")
     first = rng.permuted(np.tile(np.arange(vocab), (batch_size, 1)), axis=1)[:, :half_len]  # (batch, half_len)
     return np.concatenate([first, first], axis=1)  # (batch, 2 * half_len)
 
@@ -139,16 +127,18 @@ def repeated_random_tokens(rng, batch_size, half_len, vocab):
 # --- circuits from the weights -------------------------------------------------------------
 
 
+@checked(learning.head_args)
 def head_weights(model, layer, head):
     """One head's slices: ``W_Q, W_K, W_V`` of shape ``(d_model, d_k)`` and ``W_O`` of shape ``(d_k, d_model)``.
 
     Read through :meth:`mhattn.MultiHeadAttention.head_weights`, the one accessor of the
-    ``W_qkv`` layout.
+    ``W_qkv`` layout. ``layer`` and ``head`` are indices from 0 (no negative index counts
+    from the end).
     """
-    layer = checks.index("layer", layer, len(model.layers))
     return model.layers[layer].head_weights(head)
 
 
+@checked(learning.head_args)
 def ov_circuit(model, layer, head):
     r"""The OV circuit :math:`W_E W_V^h W_O^h W_U` (Elhage et al. 2021), shape ``(vocab, vocab)``.
 
@@ -159,6 +149,7 @@ def ov_circuit(model, layer, head):
     return model.embed @ W_v @ W_o @ model.unembed  # (vocab, vocab)
 
 
+@checked(learning.qk_args)
 def qk_circuit(model, layer, head, key_through=None):
     r"""The QK circuit: attention scores between tokens, shape ``(vocab, vocab)``.
 
@@ -177,6 +168,7 @@ def qk_circuit(model, layer, head, key_through=None):
     return (model.embed @ W_q) @ (keys @ W_k).T / np.sqrt(W_q.shape[1])  # (vocab, vocab)
 
 
+@checked(learning.copying_args)
 def copying_score(ov):
     r"""Copying score of an OV circuit (Elhage et al. 2021): :math:`\sum_i \lambda_i / \sum_i |\lambda_i|`.
 
@@ -192,26 +184,25 @@ def copying_score(ov):
     -------
     float in ``[-1, 1]``
     """
-    ov = np.asarray(ov, dtype=float)
-    if ov.ndim != 2 or ov.shape[0] != ov.shape[1]:
-        raise ValueError(f"ov must be a square matrix; got shape {ov.shape}")
-    eigenvalues = np.linalg.eigvals(ov)  # complex in general; they come in conjugate pairs
-    total = np.abs(eigenvalues).sum()
-    if total == 0:
-        raise ValueError("ov is zero: a head that writes nothing has no copying score")
-    return float(eigenvalues.sum().real / total)
+    score = _copying_or_nan(ov)
+    if np.isnan(score):  # a zero matrix (a head that writes nothing), or a nilpotent one
+        raise ValueError("ov has only zero eigenvalues (a head that writes nothing?): its copying score is 0 / 0")
+    return score
 
 
+@checked(learning.composition_args)
 def composition_score(left, right):
     r"""Composition score (Elhage et al. 2021): :math:`\|AB\|_F / (\|A\|_F \|B\|_F)`.
 
     ``left`` is the earlier head's matrix and ``right`` the later head's, both acting on row
     vectors (``x @ left @ right``). Independent random matrices score near
-    :math:`1/\sqrt{d}`; a product that keeps all of both scores up to 1.
+    :math:`1/\sqrt{d}`; a product that keeps all of both scores up to 1. A zero matrix (a
+    head that writes nothing) has no score: ``ValueError``.
     """
     return float(np.linalg.norm(left @ right) / (np.linalg.norm(left) * np.linalg.norm(right)))
 
 
+@checked(learning.k_composition_args)
 def k_composition_scores(model, layer0=0, layer1=1):
     r"""K-composition of every head of ``layer0`` into every head of ``layer1``: ``(num_heads, num_heads)``.
 
@@ -222,18 +213,30 @@ def k_composition_scores(model, layer0=0, layer1=1):
     vectors; TransformerLens' ``all_composition_scores("K")`` computes the same in our
     row-vector convention.
     """
+    return _k_composition(model, layer0, layer1, dead=None)
+
+
+def _k_composition(model, layer0, layer1, dead):
+    """The K-composition table; a head that writes or reads nothing raises, or gets ``dead`` if it is not None."""
     table = np.zeros((model.num_heads, model.num_heads))
     for h0 in range(model.num_heads):
         _, _, W_v, W_o = head_weights(model, layer0, h0)
         for h1 in range(model.num_heads):
             W_q, W_k, _, _ = head_weights(model, layer1, h1)
-            table[h0, h1] = composition_score(W_v @ W_o, W_k @ W_q.T)
+            ov, qk = W_v @ W_o, W_k @ W_q.T
+            for layer, head, matrix in ((layer0, h0, ov), (layer1, h1, qk)):
+                if not np.abs(matrix).max() > 0 and dead is None:
+                    raise ValueError(f"head {head} of layer {layer} is dead (its {'OV' if matrix is ov else 'QK'} "
+                                     "matrix is zero): it has no composition score")
+            zero = not (np.abs(ov).max() > 0 and np.abs(qk).max() > 0)
+            table[h0, h1] = dead if zero else composition_score(ov, qk)
     return table
 
 
 # --- loss ------------------------------------------------------------------------------------
 
 
+@checked(learning.token_loss_args)
 def token_losses(logits, tokens):
     """Cross-entropy of each next token: ``(batch, seq_len - 1)``, entry ``t`` for token ``t + 1``."""
     shifted = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # (batch, seq_len - 1, vocab)
@@ -241,6 +244,7 @@ def token_losses(logits, tokens):
     return -np.take_along_axis(log_probs, tokens[:, 1:, None], axis=-1)[..., 0]  # (batch, seq_len - 1)
 
 
+@checked(learning.icl_args)
 def in_context_learning_score(logits, tokens, early, late):
     """In-context learning score (Olsson et al. 2022): mean loss of token ``late`` minus that of token ``early``.
 
@@ -277,8 +281,12 @@ def induction_loss(logits, tokens):
     return float(token_losses(logits, tokens)[:, half:].mean())
 
 
+@checked(learning.icl_tokens_args)
 def icl_tokens(max_len):
-    """Olsson et al.'s tokens 50 and 500 of 512, scaled to ``max_len``: ``(early, late)``, 3 and 31 for 32."""
+    """Olsson et al.'s tokens 50 and 500 of 512, scaled to ``max_len >= 3``: ``(early, late)``, 3 and 31 for 32.
+
+    Always ``1 <= early < late < max_len``.
+    """
     return max(1, round(max_len * 50 / 512)), min(round(max_len * 500 / 512), max_len - 1)
 
 
@@ -288,6 +296,7 @@ INDUCTION_HEAD = 0.3  #: a layer-1 head with prefix-matching score at least this
 PREVIOUS_TOKEN_HEAD = 0.25  #: a layer-0 head with previous-token score (all positions) at least this
 
 
+@checked(learning.measure_args)
 def measure(model, *, num_sequences=512, seed=2024):
     """Every measurement of the chapter for ``model``, on fresh random sequences.
 
@@ -302,11 +311,14 @@ def measure(model, *, num_sequences=512, seed=2024):
         ablated accuracies ``accuracy_without_previous_token_heads``,
         ``accuracy_without_induction_heads``, ``accuracy_without_layer0``,
         ``accuracy_without_head`` (per last-layer head), ``accuracy_without_positions``.
+        A dead head (one whose OV circuit, or QK matrix, is zero) has a copying and a
+        K-composition score of NaN: it copies nothing and composes with nothing.
     """
     rng = np.random.default_rng(seed)
     tokens, n, offset, gap = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)
     logits, weights = model.forward(tokens)
-    repeated = repeated_random_tokens(rng, num_sequences, model.max_len // 2, model.vocab)
+    half_len = min(model.max_len // 2, model.vocab)  # the first half draws distinct tokens
+    repeated = repeated_random_tokens(rng, num_sequences, half_len, model.vocab)  # (num_sequences, 2 * half_len)
     repeated_logits, repeated_weights = model.forward(repeated)
     parts = segments(n, model.max_len, offset, gap)
     last = len(model.layers) - 1
@@ -319,9 +331,9 @@ def measure(model, *, num_sequences=512, seed=2024):
         "previous_token": [previous_token_score(w) for w in weights],
         "previous_token_by_segment": [{k: previous_token_score(w, q) for k, q in parts.items()} for w in weights],
         "prefix_matching": [prefix_matching_score(w, repeated) for w in repeated_weights],
-        "copying": [np.array([copying_score(ov_circuit(model, i, h)) for h in range(model.num_heads)])
+        "copying": [np.array([_copying_or_nan(ov_circuit(model, i, h)) for h in range(model.num_heads)])
                     for i in range(len(model.layers))],
-        "icl_score": in_context_learning_score(repeated_logits, repeated, *icl_tokens(model.max_len)),
+        "icl_score": in_context_learning_score(repeated_logits, repeated, *icl_tokens(repeated.shape[1])),
         "previous_token_heads": [],
         "induction_heads": [],
     }
@@ -329,7 +341,7 @@ def measure(model, *, num_sequences=512, seed=2024):
         previous = [int(h) for h in np.flatnonzero(result["previous_token"][0] >= PREVIOUS_TOKEN_HEAD)]
         induction = [int(h) for h in np.flatnonzero(result["prefix_matching"][last] >= INDUCTION_HEAD)]
         result["previous_token_heads"], result["induction_heads"] = previous, induction
-        result["k_composition"] = k_composition_scores(model, 0, 1)
+        result["k_composition"] = _k_composition(model, 0, 1, dead=np.nan)
         result["accuracy_without_layer0"] = accuracy_without([(0, None)])
         result["accuracy_without_previous_token_heads"] = accuracy_without([(0, h) for h in previous])
         result["accuracy_without_induction_heads"] = accuracy_without([(last, h) for h in induction])
@@ -339,6 +351,14 @@ def measure(model, *, num_sequences=512, seed=2024):
     return result
 
 
+def _copying_or_nan(ov):
+    """:func:`copying_score`, or NaN for a head whose OV circuit has no nonzero eigenvalue (it copies nothing)."""
+    eigenvalues = np.linalg.eigvals(ov)  # complex in general; they come in conjugate pairs
+    total = np.abs(eigenvalues).sum()
+    return float(eigenvalues.sum().real / total) if total > 0 else float("nan")
+
+
+@checked(learning.claims_args)
 def claims(result):
     """The chapter's claims about a trained two-layer model, each True or False: ``{claim: bool}``."""
     acc = result["accuracy"]

@@ -5,7 +5,10 @@ minutes of training; ``--out`` is tried (a file created and removed in its folde
 """
 
 import argparse
+import importlib
 import os
+import sys
+import tempfile
 import time
 import uuid
 
@@ -96,9 +99,27 @@ def parse(argv=None):
     return parser().parse_args(argv)
 
 
+def missing_extras(quiet):
+    """The optional modules the trainer needs and this installation lacks (tqdm only for the progress bar)."""
+    needed = ["threadpoolctl"] + ([] if quiet else ["tqdm"])
+    missing = []
+    for name in needed:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
 def main(argv=None):
     """The command line: train, save, and print what the heads learned (:func:`mhattn.learn.circuits.measure`)."""
     args = parse(argv)
+    missing = missing_extras(args.quiet)
+    if missing:
+        print(f"python -m mhattn.train needs {' and '.join(missing)} (the BLAS thread limit"
+              f"{' and the progress bar' if 'tqdm' in missing else ''}), which this installation lacks: "
+              f'pip install "mhattn[chapter]" (or pip install {" ".join(missing)})', file=sys.stderr)
+        return 2
     start = time.perf_counter()
     keep_freed_memory()  # the command's own process: twice as fast on Linux, no effect on the numbers
     model = train(
@@ -107,13 +128,22 @@ def main(argv=None):
     )
     seconds = time.perf_counter() - start
     settings = {"seed": args.seed, "steps": args.steps, "lr": args.lr, "batch_size": args.batch_size}
-    out = model.save(args.out, **settings, seconds=seconds)  # the path written: args.out, .npz appended if missing
+    try:
+        out = model.save(args.out, **settings, seconds=seconds)  # the path written: args.out, .npz appended
+    except OSError as error:  # the folder went away during training: keep the run somewhere
+        rescue = os.path.join(tempfile.gettempdir(), f"mhattn-{os.getpid()}-{os.path.basename(args.out)}")
+        out = model.save(rescue, **settings, seconds=seconds)
+        print(f"{error}; the trained model was saved to {out} instead", file=sys.stderr)
     result = measure(model)
     print(f"trained {args.steps} steps in {seconds:.1f} s; saved {out}")
     print(f"accuracy on the predictable positions: {result['accuracy']:.3f}")
     for i, scores in enumerate(result["previous_token"]):
         print(f"layer {i} previous-token scores: {np.round(scores, 2)}; prefix-matching scores: "
               f"{np.round(result['prefix_matching'][i], 2)}; copying scores: {np.round(result['copying'][i], 2)}")
-    for name, ok in claims(result).items():
+    verdicts = claims(result)
+    for name, ok in verdicts.items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    if not all(verdicts.values()) and args.steps < STEPS:
+        print(f"hint: {args.steps} steps are too few to learn the task; the default settings train {STEPS} "
+              f"steps for it (--steps {STEPS})")
     return 0

@@ -2,7 +2,10 @@
 
 import numpy as np
 
+from ..checks import checked, learning
 
+
+@checked(learning.cross_entropy_args)
 def cross_entropy(logits, targets):
     r"""Mean cross-entropy of ``logits`` against ``targets``, and its gradient.
 
@@ -14,6 +17,7 @@ def cross_entropy(logits, targets):
     ----------
     logits : ndarray of shape ``(count, vocab)``
     targets : ndarray of int, shape ``(count,)``
+        Class indices in ``[0, vocab)`` (no negative index counts from the end).
 
     Returns
     -------

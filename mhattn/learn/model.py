@@ -168,13 +168,16 @@ class InductionModel:
         written is returned. The file is written atomically: a temporary file in the same
         folder, then renamed over ``path``, so an interrupted save leaves the previous
         checkpoint intact. ``extra`` (numbers or text, e.g. ``seed=0``) may not reuse a
-        parameter's name, ``num_heads`` or a ``history.`` name.
+        parameter's name, ``num_heads`` or a ``history.`` name, and must be a Python identifier.
+        Each layer's RoPE settings (``rope``, its pairing and ``rope_base``) are stored; a layer with any other
+        setting a checkpoint cannot hold is refused. A symbolic link at ``path`` is kept (the
+        file it points to is replaced), and an existing file keeps its permissions.
         """
         checks.parameters(self)
         arrays = dict(self.parameters())
         arrays["num_heads"] = np.array(self.num_heads)
-        for name, values in self.history.items():
-            arrays[f"history.{name}"] = np.asarray(values)
+        arrays.update(checks.layer_settings(self))  # each layer's RoPE settings: they change the forward
+        arrays.update(checks.history(self))
         arrays.update(checks.check_extra(extra, set(arrays)))
         return checks.write_atomic(path, arrays)
 
@@ -182,6 +185,7 @@ class InductionModel:
     def load(cls, path):
         """A model from a checkpoint written by :meth:`save` (or by ``python -m mhattn.train``).
 
+        ``load(name)`` reads what ``save(name)`` wrote: ``name.npz`` if no file ``name`` exists.
         The file is read without pickle. Its names, shapes, dtypes (floats), finiteness and
         ``num_heads`` (a positive divisor of ``d_model``) are checked; any error names the
         file and what is wrong.
@@ -195,6 +199,7 @@ class InductionModel:
         model.embed, model.pos, model.unembed = params["embed"], params["pos"], params["unembed"]
         for i, layer in enumerate(model.layers):
             layer.W_qkv, layer.W_o = params[f"layer{i}.W_qkv"], params[f"layer{i}.W_o"]
+            layer.rope, layer.rope_pairing, layer.rope_base = checks.rope_settings(*sizes["rope"][i], layer.d_k)
         model.history = history
         return model
 

@@ -22,11 +22,11 @@ sequences the model never saw, and every ``num_heads`` starts from the same numb
 """
 
 import copy
-import numbers
 
 import numpy as np
 
 from .. import checks
+from ..checks import checked, learning
 from ..checks.optional import require
 from ..core.heads import combine_heads, split_heads
 from ..core.masks import causal_mask
@@ -45,6 +45,7 @@ OFFSETS = (1, 2)  #: the two slots: the token 1 back and the token 2 back
 FIRST_SCORED = max(OFFSETS)  #: positions t >= 2 have both tokens to report
 
 
+@checked(learning.two_slot_batch_args)
 def two_slot_batch(rng, batch_size, *, vocab=VOCAB, seq_len=SEQ_LEN):
     """Random sequences and, at every position, the two tokens to report.
 
@@ -56,8 +57,6 @@ def two_slot_batch(rng, batch_size, *, vocab=VOCAB, seq_len=SEQ_LEN):
         ``targets[0, :, t] = tokens[:, t - 1]`` and ``targets[1, :, t] = tokens[:, t - 2]``;
         only positions ``t >= FIRST_SCORED`` count (before that they wrap around).
     """
-    batch_size, vocab, seq_len = (checks.positive_int(n, v) for n, v in
-                                  [("batch_size", batch_size), ("vocab", vocab), ("seq_len", seq_len)])
     tokens = rng.integers(0, vocab, size=(batch_size, seq_len))  # (batch, seq_len)
     targets = np.stack([np.roll(tokens, k, axis=1) for k in OFFSETS])  # (2, batch, seq_len): token t - k at t
     return tokens, targets
@@ -129,20 +128,15 @@ class TwoSlotModel:
     __call__ = forward
 
     def check_tokens(self, tokens):
-        """``tokens`` as an int array of shape ``(batch, seq_len)``, or a clear error."""
-        tokens = np.asarray(tokens)
-        if tokens.ndim != 2 or tokens.shape[1] != self.seq_len or not np.issubdtype(tokens.dtype, np.integer):
-            raise ValueError(f"tokens must be ints of shape (batch, {self.seq_len}); got {tokens.dtype} "
-                             f"of shape {tokens.shape}")
-        if tokens.size and (tokens.min() < 0 or tokens.max() >= self.vocab):
-            raise ValueError(f"tokens must lie in [0, {self.vocab}); got {tokens.min()} to {tokens.max()}")
-        return tokens
+        """``tokens`` as an int array of shape ``(batch, seq_len)`` in ``[0, vocab)``, or a clear error."""
+        return learning.slot_tokens(self, tokens)
 
     def __repr__(self):
         return (f"TwoSlotModel(num_heads={self.num_heads}, vocab={self.vocab}, seq_len={self.seq_len}, "
                 f"d_model={self.d_model}, parameters={self.parameter_count()})")
 
 
+@checked(learning.slot_batch_args)
 def loss_and_grads(model, tokens, targets):
     """Forward and backward on one batch: the two slots' mean cross-entropies, added.
 
@@ -152,10 +146,6 @@ def loss_and_grads(model, tokens, targets):
     for the loss. Returns the loss (float) and a dict with one gradient per entry of
     ``model.parameters()``, same shape.
     """
-    tokens = model.check_tokens(tokens)
-    if np.shape(targets) != (len(OFFSETS),) + tokens.shape:
-        raise ValueError(f"targets must have shape (2, batch, seq_len) = {(2,) + tokens.shape}; "
-                         f"got {np.shape(targets)}")
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
     out, _, backward = model.attention.vjp(h, causal_mask(model.seq_len))  # (batch, seq_len, d_model)
     scored = out[:, FIRST_SCORED:].reshape(-1, model.d_model)  # (count, d_model)
@@ -193,8 +183,7 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
     """
     steps = checks.positive_int("steps", steps)
     batch_size = checks.positive_int("batch_size", batch_size)
-    if isinstance(lr, (bool, np.bool_)) or not (isinstance(lr, numbers.Real) and 0 < lr < np.inf):
-        raise ValueError(f"lr must be a positive float; got {lr!r}")
+    lr = checks.learning_rate(lr)
     weights_seed, training, _ = streams(seed)
     model = TwoSlotModel(num_heads, seed=weights_seed)
     model.seed = seed
@@ -209,9 +198,11 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
 
 def evaluation_batch(seed, num_sequences=1024, *, vocab=VOCAB, seq_len=SEQ_LEN):
     """Fresh sequences for the model trained with ``seed``: its own evaluation stream, never trained on."""
+    num_sequences = checks.positive_int("num_sequences", num_sequences)
     return two_slot_batch(streams(seed)[2], num_sequences, vocab=vocab, seq_len=seq_len)
 
 
+@checked(learning.slot_batch_args)
 def slot_accuracy(model, tokens, targets):
     """Per slot, the fraction of positions ``t >= FIRST_SCORED`` whose argmax is the right token.
 
@@ -221,13 +212,11 @@ def slot_accuracy(model, tokens, targets):
         Accuracy on the previous token, then on the token two back. Chance is ``1 / vocab``.
     """
     logits, _ = model(tokens)  # (2, batch, seq_len, vocab)
-    if np.shape(targets) != logits.shape[:-1]:
-        raise ValueError(f"targets must have shape (2, batch, seq_len) = {logits.shape[:-1]}; "
-                         f"got {np.shape(targets)}")
     hits = logits.argmax(axis=-1) == targets  # (2, batch, seq_len)
     return hits[:, :, FIRST_SCORED:].mean(axis=(1, 2))
 
 
+@checked(learning.offset_profile_args)
 def offset_profile(weights, max_offset=3):
     """Per head, the mean weight that query ``t`` puts on key ``t - k``, for ``k = 0 .. max_offset``.
 
@@ -236,12 +225,11 @@ def offset_profile(weights, max_offset=3):
     the terms of Olsson et al. (2022); ``k = 2`` is the same for the token two back.
     ``weights`` is ``(batch, num_heads, seq_len, seq_len)``; returns ``(num_heads, max_offset + 1)``.
     """
-    if not 0 <= max_offset < weights.shape[-1]:
-        raise ValueError(f"max_offset must lie in [0, seq_len) = [0, {weights.shape[-1]}); got {max_offset}")
     t = np.arange(max_offset, weights.shape[-1])  # (queries,)
     return np.stack([weights[:, :, t, t - k].mean(axis=(0, 2)) for k in range(max_offset + 1)], axis=-1)
 
 
+@checked(learning.model_tokens_args)
 def mean_weights(model, tokens):
     """The attention weights averaged over a batch: ``(num_heads, seq_len, seq_len)``, for heatmaps."""
     return model(tokens)[1].mean(axis=0)
@@ -257,6 +245,7 @@ def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, **
     accuracy : dict
         ``accuracy[num_heads, seed]`` is :func:`slot_accuracy` on :func:`evaluation_batch`.
     """
+    head_counts, seeds, num_sequences = learning.experiment_args(head_counts, seeds, num_sequences)
     models, accuracy = {}, {}
     for num_heads in head_counts:
         for seed in seeds:
@@ -266,6 +255,7 @@ def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, **
     return models, accuracy
 
 
+@checked(learning.logits_with_weights_args)
 def logits_with_weights(model, tokens, weights):
     """Both slots' logits when the attention weights are given instead of computed by the softmax.
 
@@ -273,11 +263,6 @@ def logits_with_weights(model, tokens, weights):
     readouts are the model's own; only the weights, ``(batch, num_heads, seq_len, seq_len)``,
     are replaced. ``tokens`` is ``(batch, seq_len)``; returns ``(2, batch, seq_len, vocab)``.
     """
-    tokens = model.check_tokens(tokens)
-    expected = (len(tokens), model.num_heads, model.seq_len, model.seq_len)
-    if np.shape(weights) != expected:
-        raise ValueError(f"weights must have shape (batch, num_heads, seq_len, seq_len) = {expected}; "
-                         f"got {np.shape(weights)}")
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
     W_v = np.split(model.attention.W_qkv, model.attention.qkv_columns(), axis=-1)[2]  # (d_model, d_model): values
     V = split_heads(h @ W_v, model.num_heads)  # (batch, num_heads, seq_len, d_k)
@@ -285,6 +270,7 @@ def logits_with_weights(model, tokens, weights):
     return out[None] @ model.readouts[:, None]  # (2, batch, seq_len, vocab)
 
 
+@checked(learning.without_heads_args)
 def without_heads(model, heads):
     """A copy of ``model`` in which the given heads reach nothing: their ``d_k`` rows of ``W_o`` are zero.
 
@@ -294,7 +280,5 @@ def without_heads(model, heads):
     pruned = copy.deepcopy(model)
     d_k = model.attention.d_k
     for head in heads:
-        if not 0 <= head < model.num_heads:
-            raise ValueError(f"heads must lie in [0, {model.num_heads}); got {head}")
         pruned.attention.W_o[head * d_k : (head + 1) * d_k] = 0.0  # (d_k, d_model) rows read head `head`
     return pruned

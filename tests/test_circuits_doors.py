@@ -1,0 +1,144 @@
+"""The measures of mhattn.learn.circuits and the experiment of several_heads refuse what they cannot measure.
+
+Every refusal names the argument; every number that is returned is compared with its
+definition, computed here with NumPy from the model's weights.
+"""
+
+import numpy as np
+import pytest
+
+from mhattn.learn import circuits, several_heads
+from mhattn.learn.losses import cross_entropy
+from mhattn.learn.model import InductionModel
+
+
+@pytest.fixture(scope="module")
+def model():
+    return InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
+
+
+def _ov(model, layer, head):
+    """W_E W_V^h W_O^h W_U from the raw W_qkv and W_o (head h: columns 2 d_model + h d_k ..., rows h d_k ...)."""
+    mha, d_k, d = model.layers[layer], model.d_model // model.num_heads, model.d_model
+    W_v = mha.W_qkv[:, 2 * d + head * d_k : 2 * d + (head + 1) * d_k]
+    return model.embed @ W_v @ mha.W_o[head * d_k : (head + 1) * d_k] @ model.unembed
+
+
+def _copying(ov):
+    eigenvalues = np.linalg.eigvals(ov)
+    return eigenvalues.sum().real / np.abs(eigenvalues).sum()
+
+
+@pytest.mark.parametrize(("layer", "head", "name"), [(0, -1, "head"), (0, 4, "head"), (0, -2, "head"),
+                                                      (0, 1.5, "head"), (2, 0, "layer"), (True, 0, "layer")])
+def test_ov_and_qk_circuits_refuse_a_head_or_layer_out_of_range(model, layer, head, name):
+    for circuit in (circuits.ov_circuit, circuits.qk_circuit):
+        with pytest.raises((TypeError, ValueError), match=name):
+            circuit(model, layer, head)
+
+
+def test_ov_circuit_is_its_definition(model):
+    np.testing.assert_allclose(circuits.ov_circuit(model, 1, 3), _ov(model, 1, 3), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("early", "late", "name"), [(0, 3, "early"), (1, 0, "late"), (1, -1, "late"),
+                                                      (1, 9, "late"), (1.0, 3, "early")])
+def test_icl_score_refuses_tokens_outside_one_to_seq_len(model, early, late, name):
+    tokens = np.arange(9)[None] % 12
+    logits = model(tokens)[0]
+    with pytest.raises((TypeError, ValueError), match=name):
+        circuits.in_context_learning_score(logits, tokens, early, late)
+
+
+def test_icl_tokens_are_two_different_tokens_or_refused():
+    with pytest.raises(ValueError, match="max_len"):
+        circuits.icl_tokens(1)
+    for max_len in range(3, 600):
+        early, late = circuits.icl_tokens(max_len)
+        assert 1 <= early < late < max_len
+    assert circuits.icl_tokens(512) == (50, 500)  # Olsson et al.'s tokens
+
+
+def test_a_dead_head_has_no_composition_score(model):
+    dead = np.zeros((16, 16))
+    with pytest.raises(ValueError, match="left"):
+        circuits.composition_score(dead, np.eye(16))
+    silent = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
+    silent.layers[0].W_o[:4] = 0.0  # head 0 of layer 0 writes nothing
+    with pytest.raises(ValueError, match="head 0 of layer 0"):
+        circuits.k_composition_scores(silent)
+
+
+def test_k_composition_of_a_one_layer_model_names_layer1():
+    with pytest.raises(ValueError, match="layer1"):
+        circuits.k_composition_scores(InductionModel(1, vocab=12, max_len=9, d_model=16, num_heads=4))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: circuits.previous_token_score(np.full((1, 2, 3, 3), np.nan)),
+    lambda m: circuits.in_context_learning_score(np.full((1, 4, 5), np.nan), np.zeros((1, 4), int), 1, 2),
+    lambda m: circuits.ov_circuit(m, 0, 0),
+])
+def test_nan_is_refused_not_passed_through(call):
+    broken = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4)
+    broken.embed[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        call(broken)
+
+
+def test_segments_of_one_int_is_one_sequence():
+    parts = circuits.segments(4, 8)
+    t = np.arange(8)
+    np.testing.assert_array_equal(parts["second copy"], ((t >= 4) & (t < 8))[None])
+    with pytest.raises(TypeError, match="n"):
+        circuits.segments(np.array([1.5]), 8)
+
+
+def test_measure_works_for_an_odd_max_len_and_a_dead_head():
+    model = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
+    model.layers[1].W_o[4:8] = 0.0  # head 1 of layer 1 writes nothing
+    result = circuits.measure(model, num_sequences=8)
+    expected = [_copying(_ov(model, 1, h)) for h in (0, 2, 3)]
+    assert np.isnan(result["copying"][1][1])
+    np.testing.assert_allclose(np.delete(result["copying"][1], 1), expected, rtol=1e-10)
+    assert np.isfinite(result["icl_score"])
+
+
+def test_cross_entropy_refuses_a_negative_target():
+    logits = np.array([[0.0, 1.0, 2.0]])
+    with pytest.raises(ValueError, match="targets"):
+        cross_entropy(logits, np.array([-1]))  # would be class vocab - 1
+    with pytest.raises(ValueError, match="targets"):
+        cross_entropy(logits, np.array([3]))  # one past the last class
+    loss, _ = cross_entropy(logits, np.array([2]))
+    assert loss == pytest.approx(-np.log(np.exp(2) / np.exp([0, 1, 2]).sum()), rel=1e-14)
+
+
+@pytest.fixture(scope="module")
+def slots():
+    return several_heads.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda m, t, y: several_heads.loss_and_grads(m, t, y - 1), "targets"),
+    (lambda m, t, y: several_heads.loss_and_grads(m, t, y + 0.5), "targets"),
+    (lambda m, t, y: several_heads.slot_accuracy(m, t, y + 6), "targets"),
+    (lambda m, t, y: several_heads.offset_profile(m(t)[1].tolist(), 1.5), "max_offset"),
+    (lambda m, t, y: several_heads.offset_profile(m(t)[1][0], 1), "weights"),
+    (lambda m, t, y: several_heads.without_heads(m, 1), "heads"),
+    (lambda m, t, y: several_heads.without_heads(m, [2]), "heads"),
+    (lambda m, t, y: several_heads.logits_with_weights(m, t, np.full(m(t)[1].shape, np.nan)), "weights"),
+    (lambda m, t, y: m(t.astype(float)), "tokens"),
+])
+def test_several_heads_names_the_argument(slots, call, name):
+    tokens = np.zeros((3, 5), dtype=int)
+    targets = np.zeros((2, 3, 5), dtype=int)
+    with pytest.raises((TypeError, ValueError), match=name):
+        call(slots, tokens, targets)
+
+
+def test_offset_profile_of_a_list_is_its_definition(slots):
+    weights = slots(np.arange(10).reshape(2, 5) % 6)[1]
+    expected = [[np.mean([weights[b, h, t, t - k] for b in range(2) for t in range(1, 5)]) for k in range(2)]
+                for h in range(2)]
+    np.testing.assert_allclose(several_heads.offset_profile(weights.tolist(), 1), expected, rtol=1e-13)

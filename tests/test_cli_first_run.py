@@ -1,0 +1,58 @@
+"""``python -m mhattn.train`` on a first run: a missing extra is named, a short run says how many steps it needs,
+and a folder that disappears during training loses no run."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mhattn.learn import cli
+from mhattn.learn.model import InductionModel
+
+
+@pytest.mark.parametrize(("blocked", "flags"), [("tqdm", []), ("threadpoolctl", ["--quiet"])])
+def test_a_missing_extra_is_named_before_training(tmp_path, blocked, flags):
+    script = textwrap.dedent(f"""
+        import sys
+        sys.modules[{blocked!r}] = None  # as if not installed: importing it raises ImportError
+        from mhattn.learn.cli import main
+        sys.exit(main(["--out", {str(tmp_path / "m")!r}, "--steps", "1"] + {flags!r}))
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2, result.stderr
+    assert blocked in result.stderr and 'pip install "mhattn[chapter]"' in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "m.npz").exists()
+
+
+TINY = ["--steps", "2", "--batch-size", "4", "--quiet", "--layers", "1"]
+
+
+def test_a_run_too_short_to_learn_says_how_many_steps_the_task_needs(tmp_path, capsys):
+    assert cli.main(["--out", str(tmp_path / "m")] + TINY) == 0
+    out = capsys.readouterr().out
+    assert "FAIL" in out and f"--steps {cli.STEPS}" in out
+
+
+def test_a_folder_that_disappears_during_training_loses_no_run(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    trained = {}
+    monkeypatch.setattr(cli, "train", _wrap(cli.train, folder, trained))
+    assert cli.main(["--out", str(folder / "m")] + TINY) == 0
+    err = capsys.readouterr().err
+    rescued = err.rsplit("saved to ", 1)[1].split(" instead")[0]
+    assert ".tmp" not in err.split(";")[0] and str(folder / "m.npz") in err
+    np.testing.assert_array_equal(InductionModel.load(rescued).embed, trained["model"].embed)
+    os.unlink(rescued)
+
+
+def _wrap(train, folder, trained):
+    def train_then_remove_the_folder(*args, **kwargs):
+        trained["model"] = train(*args, **kwargs)
+        os.rmdir(folder)
+        return trained["model"]
+
+    return train_then_remove_the_folder

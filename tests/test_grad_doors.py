@@ -1,0 +1,67 @@
+"""The backward helpers check their doors like their forwards: wrong numbers and internals' messages refused.
+
+Each gradient is compared with its definition: RoPE's vjp is the rotation by ``-positions``,
+computed here from int64 positions, never from the caller's dtype.
+"""
+
+import numpy as np
+import pytest
+
+from mhattn.core import grad
+from mhattn.core.positions import apply_rope
+
+RNG = np.random.default_rng(0)
+
+
+def test_rope_vjp_of_uint32_positions_is_the_rotation_by_minus_positions():
+    d = RNG.standard_normal((2, 3, 4))
+    positions = np.array([0, 1, 5], dtype=np.uint32)  # -positions would wrap to 2**32 - p
+    expected = apply_rope(d, -positions.astype(np.int64))  # R(p)^T = R(-p)
+    np.testing.assert_allclose(grad.rope_vjp(d, positions), expected, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize(("positions", "base", "name"), [
+    (np.array([0, 1, np.iinfo(np.int64).min]), 10000.0, "positions"),  # -int64.min wraps to itself
+    (np.array([0, 1, 2**62]), 10000.0, "positions"),  # beyond 2**53: positions no longer exact
+    (np.array([0.0, 1.0, 2.0]), 10000.0, "positions"),
+    (np.arange(3), 0.0, "base"),
+    (np.arange(3), float("nan"), "base"),
+])
+def test_rope_vjp_refuses_positions_and_bases_before_negating_them(positions, base, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        grad.rope_vjp(RNG.standard_normal((3, 4)), positions, base)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: grad.combine_heads_vjp(np.ones((1, 2, 4)), 0), "num_heads"),
+    (lambda: grad.combine_heads_vjp(np.ones((1, 2, 4)), 3), "num_heads"),
+    (lambda: grad.combine_heads_vjp(np.ones((1, 2, 4)), True), "num_heads"),
+    (lambda: grad.split_heads_vjp(np.ones((2, 3, 4))), "d_heads"),
+    (lambda: grad.softmax_vjp(np.ones((2, 3)) / 3, np.ones((2, 4))), "d_weights"),
+    (lambda: grad.softmax_vjp(np.ones((2, 3)) / 3, np.full((2, 3), np.nan)), "d_weights"),
+    (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)), np.ones((2, 3)),
+                                np.ones((2, 4))), "d_output"),
+    (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)), np.ones((3, 3)),
+                                np.ones((2, 5))), "weights"),
+    (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 2)), np.ones((3, 5)), np.ones((2, 3)),
+                                np.ones((2, 5))), "K"),
+    (lambda: grad.repeat_kv_vjp(np.ones((1, 4, 2, 3)), 3), "group"),
+    (lambda: grad.repeat_kv_vjp(np.ones((3, 4, 2, 3)), 3), "group"),  # the batch divides, the heads do not
+    (lambda: grad.repeat_kv_vjp(np.ones((4, 2, 3)), 2), "d_repeated"),
+    (lambda: grad.linear_vjp(np.ones((2, 3)), np.ones((4, 5)), np.ones((2, 5))), "x"),
+    (lambda: grad.linear_vjp(np.ones((2, 3)), np.ones((3, 5)), np.ones((2, 4))), "d_y"),
+    (lambda: grad.linear_vjp(np.ones((2, 3)), np.ma.masked_array(np.ones((3, 5))), np.ones((2, 5))), "W"),
+])
+def test_each_vjp_names_the_argument_that_does_not_fit(call, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        call()
+
+
+def test_the_vjps_still_match_their_definitions():
+    weights = np.array([[0.2, 0.8], [0.5, 0.5]])
+    g = np.array([[1.0, 0.0], [0.0, 2.0]])
+    jacobian_rows = [np.diag(p) - np.outer(p, p) for p in weights]  # dp/ds per row
+    expected = [J.T @ r for J, r in zip(jacobian_rows, g, strict=True)]
+    np.testing.assert_allclose(grad.softmax_vjp(weights, g), expected, atol=1e-15)
+    d_x = RNG.standard_normal((1, 3, 4))
+    np.testing.assert_array_equal(grad.combine_heads_vjp(d_x, 2), d_x.reshape(1, 3, 2, 2).transpose(0, 2, 1, 3))

@@ -1,0 +1,53 @@
+"""Adam refuses settings and gradients that would write NaN into the weights, before it moves any of them."""
+
+import numpy as np
+import pytest
+
+from mhattn.learn.optim import Adam
+
+
+def _params():
+    return {"a": np.array([1.0, -2.0, 3.0]), "b": np.array([[0.5, 0.25]])}
+
+
+def _reference_steps(params, grads_list, lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8):
+    """Kingma & Ba (2015), Algorithm 1, written out per parameter."""
+    params = {k: v.copy() for k, v in params.items()}
+    m = {k: np.zeros_like(v) for k, v in params.items()}
+    v = {k: np.zeros_like(p) for k, p in params.items()}
+    for t, grads in enumerate(grads_list, start=1):
+        for k in params:
+            m[k] = beta1 * m[k] + (1 - beta1) * grads[k]
+            v[k] = beta2 * v[k] + (1 - beta2) * grads[k] ** 2
+            params[k] = params[k] - lr * (m[k] / (1 - beta1**t)) / (np.sqrt(v[k] / (1 - beta2**t)) + eps)
+    return params
+
+
+@pytest.mark.parametrize(("settings", "name"), [({"beta1": 1.0}, "beta1"), ({"beta1": -0.1}, "beta1"),
+                                                ({"beta2": 1.0}, "beta2"), ({"eps": 0.0}, "eps"),
+                                                ({"eps": float("nan")}, "eps"), ({"beta1": True}, "beta1")])
+def test_settings_that_divide_by_zero_are_refused(settings, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        Adam(_params(), **settings)
+
+
+GOOD = {"a": np.array([0.1, 0.2, -0.3]), "b": np.array([[1.0, -1.0]])}
+
+
+@pytest.mark.parametrize(("bad", "name"), [
+    ({"a": GOOD["a"]}, "missing"),  # half a step would move only a
+    ({"a": GOOD["a"], "b": np.array([1.0, 2.0])}, "grads\\['b'\\]"),
+    ({"a": np.ones(4), "b": GOOD["b"]}, "grads\\['a'\\]"),  # the same rank, another length
+    ({"a": np.array([np.nan, 0, 0]), "b": GOOD["b"]}, "grads\\['a'\\]"),
+    ({"a": GOOD["a"], "b": np.array([[np.inf, 0]])}, "grads\\['b'\\]"),
+])
+def test_a_refused_step_changes_nothing_and_later_steps_are_right(bad, name):
+    params = _params()
+    optimizer = Adam(params, lr=0.1)
+    optimizer.step(GOOD)
+    with pytest.raises(ValueError, match=name):
+        optimizer.step(bad)
+    optimizer.step(GOOD)
+    expected = _reference_steps(_params(), [GOOD, GOOD], lr=0.1)
+    for key in params:
+        np.testing.assert_allclose(params[key], expected[key], rtol=1e-14)
