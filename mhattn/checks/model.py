@@ -194,9 +194,10 @@ def layer_settings(model):
             raise ValueError(f"save: layer{i} has num_kv_heads = {layer.num_kv_heads} != num_heads; a checkpoint "
                              "holds ordinary multi-head layers only")
         rope, base = getattr(layer, "rope", False), getattr(layer, "rope_base", 10000.0)
-        pairing = getattr(layer, "rope_pairing", "half" if rope is True else None)
-        storable = isinstance(rope, (bool, np.bool_)) and (pairing or "none") in _ROPE_STORED
-        if not storable or bool(rope) != bool(pairing):
+        if not isinstance(rope, (bool, np.bool_)):
+            raise ValueError(f"save: layer{i}.rope = {rope!r}, which a checkpoint cannot store (True or False)")
+        pairing = (getattr(layer, "rope_pairing", None) or "half") if rope else None  # as the forward reads it
+        if (pairing or "none") not in _ROPE_STORED:
             raise ValueError(f"save: layer{i} has rope = {rope!r} with rope_pairing = {pairing!r}, which a checkpoint "
                              "cannot store (rope False, or True with rope_pairing 'half' or 'interleaved')")
         arrays[f"layer{i}.rope"], arrays[f"layer{i}.rope_base"] = np.array(pairing or "none"), np.array(float(base))
