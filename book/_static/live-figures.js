@@ -66,7 +66,9 @@
 
   const MASK = { n: 6, d: 8 };
 
-  function maskAllowed(mask, n, fillers) {  // whether query i may see key j
+  /* Whether query i may see key j: mhattn.causal_mask, and mhattn.padding_mask for padding at the end
+     (at the start, the same comparison flipped), as chapter 2 combines them. */
+  function maskAllowed(mask, n, fillers) {
     if (mask === "causal") return (i, j) => j <= i;
     if (mask === "padding") return (i, j) => j < n - fillers;  // the last `fillers` tokens are padding
     if (mask === "left") return (i, j) => j <= i && j >= fillers;  // the first ones are, and causal
