@@ -31,7 +31,10 @@ images into ``jupyter_execute/`` beside ``<out>``; with the default, both are in
   shows, and a note under it links to the explorer running live. On the explorer's own page
   that cell is tagged ``mhattn-still-frame``: the live explorer hides it when it starts, so
   the frame shows only where no JavaScript runs;
-- ``# NBVAL_...`` marker lines (for the notebook tests) are dropped from the code shown.
+- ``# NBVAL_...`` marker lines (for the notebook tests) are dropped from the code shown;
+- a ``<!-- live-figure: NAME -->`` comment in a Markdown cell (which JupyterLab and GitHub do not
+  show) becomes the container of that live figure, drawn in the browser by the explorer's engine
+  (book/live_explorer.py adds the scripts to every page that holds one).
 
 The landing page (``book/index.md``) gets, where it says ``<!-- chapters -->``, one line per
 notebook: its title, a one-line promise (``PROMISES``) and a reading time estimated from
@@ -40,6 +43,7 @@ its words and lines of code (``reading_minutes``); its picture comes from ``figu
 
 import argparse
 import copy
+import functools
 import html
 import json
 import math
@@ -82,6 +86,7 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 LIVE_URL = "https://mybinder.org/v2/gh/mhattn/mhattn/HEAD?urlpath=voila/render/notebooks/explore.ipynb"
 STILL_FRAME_TAG = "mhattn-still-frame"  # the explorer page's stored frame, for renderers without JavaScript
 NBVAL_COMMENT = re.compile(r"^[ \t]*# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
+LIVE_FIGURE = re.compile(r"<!--\s*live-figure:\s*(?P<name>[\w-]+)\s*-->")
 
 
 def live_note(has_frame, on_explorer_page=False):
@@ -270,6 +275,7 @@ def for_the_page(notebook, stem="", names=()):
         page.append(cell)
         if cell["cell_type"] == "markdown":
             source = without_repeated_definitions("".join(cell["source"]), definitions)
+            source = LIVE_FIGURE.sub(lambda m: live_explorer().figure_container(m.group("name")), source)
             cell["source"] = readable_links(source, set(names))
         if cell["cell_type"] != "code":
             continue
@@ -362,6 +368,7 @@ def stage(staging, notebooks=NOTEBOOKS):
         (staging / "notebooks" / path.name).write_text(json.dumps(page, indent=1), encoding="utf-8")
 
 
+@functools.cache
 def live_explorer():
     """book/live_explorer.py as a module (this file also runs as a script, and is loaded by path in tests)."""
     import importlib.util
@@ -384,7 +391,7 @@ def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS):
     if quiet:
         command.append("-q")
     subprocess.run(command, check=True)
-    live_explorer().install(out)  # the explorer's page gets controls that compute in the browser
+    live_explorer().install(out)  # the explorer's and the live figures' pages compute in the browser
     return time.perf_counter() - start
 
 

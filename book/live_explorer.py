@@ -12,6 +12,10 @@ controls and two canvases, and computes every frame in the browser (``explorer-f
   (``default_rng([seed, b + 1])``, :func:`mhattn.explorer.frame.random_tokens`); the layer's
   weights the page draws itself from ``RandomState(seed)``, as MultiHeadAttention does.
 
+The chapters' live figures (``_static/live-figures.js``: the mask in chapter 2, the heads in 4, RoPE
+in 8) run on the same engine and data. A chapter's page holds ``<div class="mhattn-live-figure"
+data-figure="NAME">`` (book/build.py writes it where the notebook says ``<!-- live-figure: NAME -->``).
+
 The data is a script (``window.MHATTN_EXPLORER = {...}``) loaded by a ``<script>`` tag, not
 fetched, so the page also works from a folder opened as ``file://``.
 
@@ -31,11 +35,21 @@ from mhattn.explorer import frame
 from mhattn.learn.model import load_trained
 
 STATIC = Path(__file__).resolve().parent / "_static"
-SCRIPTS = ["explorer-data.js", "explorer-math.js", "explorer-frame.js", "explorer-draw.js", "explorer.js"]
+SCRIPTS = ["explorer-data.js", "explorer-math.js", "explorer-frame.js", "explorer-draw.js", "explorer.js",
+           "live-figures.js"]
 STYLE = "explorer.css"
 SEEDS = (123, 0, 1, 2, 3, 4, 5, 6)  #: the seeds the page offers (each ships 2 x 32 x 64 token numbers)
 CONTAINER = '<div id="mhattn-live-explorer"></div>'
 PAGE = "notebooks/explore.html"
+FIGURES = ("mask", "heads", "rope")  #: the chapters' live figures (live-figures.js)
+LIVE = ('id="mhattn-live-explorer"', 'class="mhattn-live-figure"')  # a page that holds one of these gets the scripts
+
+
+def figure_container(name):
+    """The element a chapter's page holds where its live figure ``name`` goes."""
+    if name not in FIGURES:
+        raise ValueError(f"live figure must be one of {FIGURES}; got {name!r}")
+    return f'<div class="mhattn-live-figure" data-figure="{name}"></div>'
 
 
 def encode(array):
@@ -80,34 +94,42 @@ def tags(prefix):
 
 
 def install(site):
-    """Add the live explorer to a built book: the assets in ``_static/``, the tags in the explorer's page.
+    """Add the live explorer and figures to a built book: the assets in ``_static/``, the tags in their pages.
 
-    Returns False, and changes nothing, when the site has no explorer page or the page no
-    ``<div id="mhattn-live-explorer">`` (a book built from other notebooks); True otherwise.
+    The pages are those of ``notebooks/`` that hold the explorer's ``<div id="mhattn-live-explorer">``
+    or a live figure's container. Returns the pages changed (none, and nothing written, for a book
+    built from other notebooks).
     """
     site = Path(site)
-    page = site / PAGE
-    text = page.read_text(encoding="utf-8") if page.is_file() else ""
-    if 'id="mhattn-live-explorer"' not in text:
-        return False
+    pages = [page for page in sorted((site / "notebooks").glob("*.html"))
+             if any(marker in page.read_text(encoding="utf-8") for marker in LIVE)]
+    if not pages:
+        return []
     write_assets(site / "_static")
     style, scripts = tags("../_static/")
-    text = text.replace("</head>", style + "\n</head>", 1).replace("</body>", scripts + "\n</body>", 1)
-    page.write_text(text, encoding="utf-8")
-    return True
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        text = text.replace("</head>", style + "\n</head>", 1).replace("</body>", scripts + "\n</body>", 1)
+        page.write_text(text, encoding="utf-8")
+    return pages
 
 
-def write_standalone(folder, seeds=SEEDS):
-    """The explorer alone, ``folder/explorer.html`` with its assets beside it; return the page's path."""
+def write_standalone(folder, seeds=SEEDS, figures=False):
+    """The explorer alone, ``folder/explorer.html`` with its assets beside it; return the page's path.
+
+    With ``figures``, the chapters' live figures instead, one after another, in ``folder/figures.html``.
+    """
     folder = Path(folder)
     write_assets(folder, seeds)
     style, scripts = tags("")
-    page = folder / "explorer.html"
+    title = "The chapters' live figures" if figures else "Multi-head attention explorer"
+    body = "\n".join(f"<h2>{name}</h2>\n{figure_container(name)}" for name in FIGURES) if figures else CONTAINER
+    page = folder / ("figures.html" if figures else "explorer.html")
     page.write_text(f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
                     f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-                    f"<title>Multi-head attention explorer</title>\n{style}</head>\n"
+                    f"<title>{title}</title>\n{style}</head>\n"
                     f"<body><main style='max-width:800px;margin:auto;font-family:sans-serif'>\n"
-                    f"<h1>Multi-head attention explorer</h1>\n{CONTAINER}\n</main>\n{scripts}\n</body></html>\n",
+                    f"<h1>{title}</h1>\n{body}\n</main>\n{scripts}\n</body></html>\n",
                     encoding="utf-8")
     return page
 

@@ -507,6 +507,8 @@ plt.show()
 # padding removes two columns; the two padding queries (rows 4 and 5) still attend, to
 # real tokens only, and their outputs are ignored downstream.
 #
+# <!-- live-figure: mask -->
+#
 # ## Summary
 #
 # - Attention scores every key against every query with a dot product, turns each row of

@@ -306,6 +306,8 @@ plt.show()
 # 0.99). -->
 
 # %% [markdown]
+# <!-- live-figure: heads -->
+#
 # How to read it, honestly:
 #
 # - **The heads disagree.** The same six tokens give four different patterns. Query 0,

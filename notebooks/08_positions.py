@@ -269,6 +269,8 @@ plt.show()
 # against a dotted level line near -0.4 for q·k without rotation. -->
 
 # %% [markdown]
+# <!-- live-figure: rope -->
+#
 # **The other convention.** RoFormer, and Meta's original Llama code, pair neighbours:
 # coordinate $2i$ with $2i + 1$. The rotations are the same; only the pairing differs.
 

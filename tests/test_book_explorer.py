@@ -87,8 +87,11 @@ def model():
     return load_trained()
 
 
-def open_page(browser, url, base, viewport=(1000, 1000)):
-    """The page at ``url``, with its console errors and every request outside ``base`` in ``page.problems``."""
+def open_page(browser, url, base, viewport=(1000, 1000), ready="window.__explorerFrame"):
+    """The page at ``url``, with its console errors and every request outside ``base`` in ``page.problems``.
+
+    Returns once ``ready`` (a JavaScript expression) is defined: the page has drawn.
+    """
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, device_scale_factor=1)
     page = context.new_page()
     page.problems = []
@@ -103,7 +106,7 @@ def open_page(browser, url, base, viewport=(1000, 1000)):
     page.on("console", lambda message: message.type == "error" and page.problems.append(f"console: {message.text}"))
     page.on("pageerror", lambda error: page.problems.append(f"page error: {error}"))
     page.goto(url, wait_until="load")
-    page.wait_for_function("() => window.__explorerFrame !== undefined", timeout=20000)
+    page.wait_for_function(f"() => {ready} !== undefined", timeout=20000)
     return page
 
 
@@ -133,18 +136,21 @@ def frame_problems(js, model):
     return problems
 
 
-def colour_problems(page, js):
-    """Sampled cells of every head: the pixel's colour must be Blues(weight), or grey where masked."""
+def colour_problems(page, js, canvas="canvas.mhx-heads"):
+    """Sampled cells of every head: the pixel's colour must be Blues(weight), or grey where masked.
+
+    ``canvas`` selects the heatmap's canvas (the first that matches).
+    """
     import matplotlib
 
     blues = matplotlib.colormaps["Blues"]
-    weights, n = np.array(js["weights"]), len(js["labels"])
+    weights, n = np.array(js["weights"], dtype=float), len(js["labels"])  # float: an int would index the colormap
     cells = sorted({(i, j) for i in (0, n // 2, n - 1) for j in (0, n // 3, n - 1)})
     points = [[panel["x"] + (j + 0.5) * panel["cell"], panel["y"] + (i + 0.5) * panel["cell"]]
               for panel in js["panels"] for i, j in cells]
-    pixels = page.evaluate("""points => { const ctx = document.querySelector('canvas.mhx-heads').getContext('2d');
+    pixels = page.evaluate("""([points, canvas]) => { const ctx = document.querySelector(canvas).getContext('2d');
         return points.map(([x, y]) => Array.from(ctx.getImageData(Math.floor(x), Math.floor(y), 1, 1).data)); }""",
-                           points)
+                           [points, canvas])
     expected = [np.round(np.array(blues(weights[h, i, j])[:3]) * 255) if js["allowed"][i][j] else [200, 200, 200]
                 for h in range(len(js["panels"])) for i, j in cells]
     wrong = [k for k, (got, want) in enumerate(zip(pixels, expected, strict=True))

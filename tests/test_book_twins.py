@@ -1,8 +1,9 @@
 """The book's live explorer copies Python functions into JavaScript: a guard that needs no browser.
 
-``book/_static/explorer-*.js`` compute, in the browser, what these functions of the package
-compute. The browser test (tests/test_book_explorer.py) checks the two agree, but only where
-Chromium runs. Here, with no browser:
+``book/_static/explorer-*.js`` and ``live-figures.js`` (the chapters' live figures) compute, in
+the browser, what these functions of the package compute. The browser tests
+(tests/test_book_explorer.py, tests/test_book_live_figures.py) check the two agree, but only
+where Chromium runs. Here, with no browser:
 
 - the source of each copied function is pinned by a hash: a change to one fails this test
   until the browser test has been run again and the hash updated (the JavaScript may need the
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((ROOT / "book" / "_static").glob("explorer-*.js"))
+SCRIPTS = sorted([*(ROOT / "book" / "_static").glob("explorer-*.js"), ROOT / "book" / "_static" / "live-figures.js"])
 CITED = re.compile(r"\bmhattn(?:\.[A-Za-z_]\w*)+")
 
 #: dotted path of each function (or method) the JavaScript copies -> sha256 of its source, first 16 hex digits
@@ -42,8 +43,10 @@ COPIED = {
     "mhattn.pictures.embedding_shift.embedding_shift_2d": "b5c0e57644bed6ef",
     "mhattn.learn.circuits.previous_token_score": "140a70ca03202463",
     "mhattn.learn.circuits.prefix_matching_score": "c93a6b9158634b30",
+    "mhattn.causal_mask": "becc07404db940e5",
+    "mhattn.padding_mask": "64c7858bfd5aa992",
 }
-RERUN = "re-run the browser test (tests/test_book_explorer.py), then update the hash"
+RERUN = "re-run the browser tests (tests/test_book_explorer.py, tests/test_book_live_figures.py), then update the hash"
 
 
 def resolve(dotted):

@@ -135,5 +135,30 @@
     return { box, scale, mid };
   }
 
-  ns.draw = { drawHeads, drawPca, blues };
+  function cellAt(canvas, panels, n, event) {  // the heatmap cell under a pointer: { head, i, j } or null
+    const box = canvas.getBoundingClientRect(), x = event.clientX - box.left, y = event.clientY - box.top;
+    for (let h = 0; h < panels.length; h++) {
+      const p = panels[h], i = Math.floor((y - p.y) / p.cell), j = Math.floor((x - p.x) / p.cell);
+      if (i >= 0 && j >= 0 && i < n && j < n) return { head: h, i, j };
+    }
+    return null;
+  }
+
+  /* Pointing at (or tapping) a cell of a canvas drawn by drawHeads reads out its exact weight and
+     its row's sum. current() gives { frame, panels } drawn last; show(text, cell) gets the words
+     and the numbers ({ head, i, j, weight, rowSum }). */
+  function readCells(canvas, current, show) {
+    function point(event) {
+      const last = current(), at = last && cellAt(canvas, last.panels, last.frame.labels.length, event);
+      if (!at) return;
+      const { head, i, j } = at, labels = last.frame.labels, row = last.frame.weights[head][i];
+      const sum = row.reduce((a, b) => a + b, 0), masked = last.frame.allowed[i][j] ? "" : " (masked)";
+      show(`head ${head}, query ${labels[i]}, key ${labels[j]}: weight ${row[j].toPrecision(6)}${masked}; `
+        + `row ${labels[i]} sums to ${sum.toPrecision(6)}`, { head, i, j, weight: row[j], rowSum: sum });
+    }
+    canvas.addEventListener("pointermove", point);
+    canvas.addEventListener("pointerdown", point);
+  }
+
+  ns.draw = { drawHeads, drawPca, blues, readCells, prepare };
 })(window.MhattnExplorer = window.MhattnExplorer || {});

@@ -98,5 +98,5 @@
     return state.trained ? trainedFrame(state, data, tokens) : untrainedFrame(state, data);
   }
 
-  ns.frame = { compute, headChoices, parseTokens, paddedLength };
+  ns.frame = { compute, headChoices, parseTokens, paddedLength, randomTokens };
 })(window.MhattnExplorer = window.MhattnExplorer || {});

@@ -268,5 +268,5 @@
     return { inputs2d: points.slice(0, n), outputs2d: points.slice(n), explained: order.map((k) => values[k] / trace) };
   }
 
-  ns.math = { decode, randomState, layerWeights, matmul, attention, pca2d };
+  ns.math = { decode, randomState, layerWeights, matmul, rope, attention, pca2d };
 })(window.MhattnExplorer = window.MhattnExplorer || {});

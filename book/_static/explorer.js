@@ -103,23 +103,7 @@
     }
 
     let last = null;  // the frame and panels drawn last, for the cell readout
-
-    function pointAt(event) {  // the cell under the pointer: its exact weight and its row's sum
-      if (!last) return;
-      const box = ui.heads.getBoundingClientRect(), x = event.clientX - box.left, y = event.clientY - box.top;
-      last.panels.forEach((panel, h) => {
-        const i = Math.floor((y - panel.y) / panel.cell), j = Math.floor((x - panel.x) / panel.cell);
-        const n = last.frame.labels.length;
-        if (i < 0 || j < 0 || i >= n || j >= n) return;
-        const row = last.frame.weights[h][i], sum = row.reduce((a, b) => a + b, 0);
-        const masked = last.frame.allowed[i][j] ? "" : " (masked)";
-        ui.cell.textContent = `head ${h}, query ${last.frame.labels[i]}, key ${last.frame.labels[j]}: `
-          + `weight ${row[j].toPrecision(6)}${masked}; row ${last.frame.labels[i]} sums to ${sum.toPrecision(6)}`;
-        window.__explorerCell = { head: h, i, j, weight: row[j], rowSum: sum };
-      });
-    }
-    ui.heads.addEventListener("pointermove", pointAt);
-    ui.heads.addEventListener("pointerdown", pointAt);
+    ns.draw.readCells(ui.heads, () => last, (text, cell) => { ui.cell.textContent = text; window.__explorerCell = cell; });
 
     function redraw() {
       const started = performance.now(), s = state();
@@ -169,6 +153,8 @@
     // the stored still frame and its note are for renderers without JavaScript
     document.querySelectorAll(".tag_mhattn-still-frame").forEach((cell) => { cell.hidden = true; cell.style.display = "none"; });
   }
+
+  ns.ui = { element, select, labelled };  // for the chapters' live figures (live-figures.js)
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
