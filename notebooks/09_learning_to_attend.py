@@ -392,9 +392,9 @@ print(f"one layer: accuracy {one_layer['accuracy']:.2f}")
 print(f"its guesses that are a token of the first copy: {np.mean(in_first_copy):.2f}")
 
 # %% [markdown]
-# Less than a third right, where a uniform guess would score 1/32. Every one of its
-# guesses at a determined position is a token of the first copy: one layer can find the
-# tokens seen before and copy one of them, but not tell which of them comes next.
+# About one in five right, where a uniform guess would score 1/32. Three in four of its
+# guesses at a determined position are a token of the first copy: one layer can find
+# the tokens seen before and copy one of them, but not tell which of them comes next.
 
 # %% [markdown]
 # ## 4. Training
@@ -474,7 +474,7 @@ plt.show()
 save_figure(fig, FIGURES / "09_training_curve.png")
 acc, loss = history["accuracy"], history["loss"]
 jump = history["step"][np.argmax(acc > 0.9)]
-plateau = after_1 & (history["step"] <= jump - 100)
+plateau = (history["step"] >= 500) & (history["step"] <= jump - 100)
 one_loss, one_acc = (
     one_history["loss"][-20:].mean(),
     one_history["accuracy"][-20:].mean(),
@@ -485,9 +485,8 @@ print(
 )
 print(f"first step with batch accuracy above 0.9: {jump}")
 print(
-    f"plateau (step 5 to {jump - 100}): "
-    f"loss {loss[plateau].min():.2f}-{loss[plateau].max():.2f}, "
-    f"accuracy up to {acc[plateau].max():.2f}"
+    f"plateau, steps 500 to {jump - 100}, on average: "
+    f"loss {loss[plateau].mean():.2f}, accuracy {acc[plateau].mean():.2f}"
 )
 print(
     f"one layer at the end of its training: loss {one_loss:.2f}, accuracy {one_acc:.2f}"
@@ -495,13 +494,13 @@ print(
 
 # %% [markdown]
 # For more than a thousand steps the loss sits just below $\log 32$ and the accuracy
-# stays low. This plateau is not "what one layer can do": its loss and accuracy are
-# *worse* than the one-layer model's at the end of its training (the orange lines), so
-# the two-layer model has not yet learned even the partial copying that one layer
-# manages. Then, within a couple of hundred steps, the accuracy jumps above 0.9 and the
-# loss drops: the phase change that Olsson et al. saw in large models at the moment
-# their induction heads formed. The loss stays far above zero because most tokens of a
-# sequence are random and cannot be predicted at all.
+# stays low. This plateau is not "what one layer can do": on average its loss is higher
+# and its accuracy half of the one-layer model's at the end of its training (the orange
+# lines), so the two-layer model has not yet learned even the partial copying that one
+# layer manages. Then, within a couple of hundred steps, the accuracy jumps above 0.9
+# and the loss drops: the phase change that Olsson et al. saw in large models at the
+# moment their induction heads formed. The loss stays far above zero because most
+# tokens of a sequence are random and cannot be predicted at all.
 #
 # **In-context learning score.** Olsson et al. (2022) define it on the training
 # distribution: the loss of the 500th token of a 512-token context minus the loss of the
@@ -550,11 +549,11 @@ print(
 # %% [markdown]
 # Token 3 can never be copied, since no block has been repeated by then, and its loss
 # stays near $\log 32$. Tokens 16 and 31 drop together with the phase change, when the
-# induction heads form; so does the induction loss, much further. Token 31 ends a little
-# above token 16: the last token is in a second copy only when the repeat ends exactly
-# there. The ICL score on the training distribution ends near -0.4 nats, the induction
-# loss near a quarter of a nat: the same circuit, measured on text where copying is
-# sometimes possible, or always.
+# induction heads form, and end close together. The induction loss starts to fall a few
+# hundred steps before the jump, as the first imperfect copying appears where every
+# token can be copied, and it drops much further. The ICL score on the training
+# distribution ends near -0.5 nats, the induction loss near a quarter of a nat: the same
+# circuit, measured on text where copying is sometimes possible, or always.
 
 # %% [markdown]
 # ## 5. Circuit or shortcut?
@@ -1004,8 +1003,8 @@ _, weights_no_positions = model.forward(tokens, use_positions=False)
 print("previous-token scores:", previous_token_score(weights_no_positions[0]))
 
 # %% [markdown]
-# Without positions, the layer-0 heads score about 0.1 on the previous token, what even
-# weights give: this model never learned to find "one step back" from the mask alone.
+# Without positions, the layer-0 heads score 0.1 or less on the previous token, no more
+# than even weights give: this model never learned to find "one step back" from the mask alone.
 # It had no reason to, since its positional embeddings gave it the answer.
 
 # %% [markdown]

@@ -116,8 +116,8 @@ def test_without_positions_the_induction_circuit_breaks(trained):
 def test_typed_letters_light_up_the_induction_head(trained):
     """The explorer's example: on the repeat of "a b c d x", a layer-1 head looks right after the earlier copy.
 
-    The repeat starts at position 0, as in training (the model learned that the first copy
-    sits at the start; notebook 09 shows a later repeat failing).
+    The repeat starts at position 0 here; the model copies at other offsets too
+    (tests/test_induction_model.py measures every offset).
     """
     tokens = encode_letters("a b c d x a b c")
     logits, weights = trained.forward(tokens)

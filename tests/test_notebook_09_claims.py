@@ -5,6 +5,8 @@ so the prose and the outputs it describes cannot drift apart. The model targets 
 (offsets, gaps, positions, prefix matching, copying, ablations) are in test_induction_model.py.
 """
 
+from importlib import resources
+
 import numpy as np
 import pytest
 
@@ -24,7 +26,7 @@ from mhattn.learn.circuits import (
 from mhattn.learn.generate import generate
 from mhattn.learn.model import decode_tokens, encode_letters, load_shortcut, load_trained, training_record
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
-from mhattn.learn.train import FINAL_LR_FRACTION, LEARNING_RATE, STEPS, WARMUP
+from mhattn.learn.train import FINAL_LR_FRACTION, LEARNING_RATE, STEPS, WARMUP, initial_model
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +100,11 @@ def test_3_about_one_position_in_five_is_ambiguous(batch):
 
 def test_3_one_layer_copies_a_first_copy_token_but_not_the_right_one(one_layer, one_result, batch):
     tokens, n, offset, gap = batch
-    assert 1 / 32 < one_result["accuracy"] < 1 / 3
+    assert 0.15 < one_result["accuracy"] < 0.25  # "about one in five"
     guess = one_layer.predict(tokens)
     rows, columns = np.nonzero(determined_positions(tokens, n, offset, gap))
     first = [guess[b, t] in tokens[b, offset[b] : offset[b] + n[b]] for b, t in zip(rows, columns, strict=True)]
-    assert np.mean(first) > 0.9
+    assert 0.7 < np.mean(first) < 0.8  # "three in four"
 
 
 # --- section 4: training ---------------------------------------------------------------------
@@ -126,18 +128,17 @@ def test_4_the_training_time_as_recorded():
 def curves(model, one_layer):
     history, one = model.history, one_layer.history
     jump = history["step"][np.argmax(history["accuracy"] > 0.9)]
-    plateau = (history["step"] > 1) & (history["step"] <= jump - 100)
+    plateau = (history["step"] >= 500) & (history["step"] <= jump - 100)
     return history, one, jump, plateau
 
 
 def test_4_the_plateau_is_worse_than_one_layer(curves):
     history, one, jump, plateau = curves
     assert jump - 100 > 1000  # "for more than a thousand steps"
-    assert history["loss"][plateau].min() > one["loss"][-20:].mean()
-    assert history["accuracy"][plateau].max() < one["accuracy"][-20:].mean()
-    late_plateau = plateau & (history["step"] > 500)
-    assert np.all(history["loss"][late_plateau] < np.log(32) + 0.05)  # just below log 32, batch noise aside
-    assert history["loss"][late_plateau].mean() < np.log(32)
+    assert history["loss"][plateau].mean() > one["loss"][-20:].mean()  # "its loss is higher"
+    ratio = history["accuracy"][plateau].mean() / one["accuracy"][-20:].mean()
+    assert 0.4 < ratio < 0.6  # "its accuracy half of the one-layer model's"
+    assert np.log(32) - 0.05 < history["loss"][plateau].mean() < np.log(32)  # "just below log 32"
 
 
 def test_4_the_phase_change_takes_a_couple_of_hundred_steps(curves):
@@ -150,7 +151,7 @@ def test_4_icl_score_and_induction_loss(model, one_layer):
     report = loss_report(model)
     early, mid, late = report["token_loss"]
     assert abs(early - np.log(32)) < 0.1  # token 3 stays near log 32
-    assert mid < late < mid + 0.1  # token 31 a little above token 16
+    assert abs(late - mid) < 0.15  # tokens 16 and 31 end close together
     assert -0.55 < report["icl_score"] < -0.42  # "about -0.5 nats"
     assert 0.2 < report["induction_loss"] < 0.3  # "near a quarter of a nat"
     one = loss_report(one_layer)
@@ -166,6 +167,10 @@ def test_4_token_losses_drop_with_the_phase_change(curves):
     for column in (1, 2):
         assert token_loss[after, column].mean() < token_loss[before, column].mean() - 0.3
     assert history["induction_loss"][after].mean() < history["induction_loss"][before].mean() - 2
+    assert abs(token_loss[-20:, 1].mean() - token_loss[-20:, 2].mean()) < 0.15  # "end close together"
+    # the induction loss starts to fall a few hundred steps before the jump
+    step, loss = history["step"], history["induction_loss"]
+    assert loss[(step >= jump - 300) & (step < jump - 200)].mean() < loss[(step >= 400) & (step <= 600)].mean() - 0.2
 
 
 # --- section 5: circuit or shortcut -----------------------------------------------------------
@@ -188,6 +193,33 @@ def test_5_the_shortcuts_previous_token_head_works_only_where_its_first_copies_s
         else:
             assert best[1:16].mean() > 0.6 and best[16:].mean() < 0.1
 
+
+def test_5_the_shortcut_was_trained_for_1500_steps():
+    with resources.as_file(resources.files("mhattn") / "data" / "induction_at_start.npz") as path, np.load(path) as f:
+        assert int(f["steps"]) == 1500
+
+
+# --- sections 6-7: where the heads look, and the measures ---------------------------------------
+
+
+def test_6_before_training_a_few_percent_on_each_key_after_it_one_step_back_and_on_the_target(model, result, batch):
+    """Loops over sequences and queries, independent of the notebook's vectorised helpers."""
+    tokens, n, offset, gap = batch
+    for m, trained in ((initial_model(2, seed=0), False), (model, True)):
+        weights = m.forward(tokens[:64])[1]
+        # queries t >= 8, which see at least 9 keys: "a few percent on each" is then below 1/9
+        one_back = np.array([[weights[0][b, :, t, t - 1] for t in range(8, 32)] for b in range(64)])  # (64, 24, 4)
+        target = []
+        for b in range(64):
+            start = offset[b] + n[b] + gap[b]
+            for t in range(start, start + n[b] - 1):
+                target.append(weights[1][b, :, t, t - n[b] - gap[b] + 1])
+        target = np.array(target)  # (queries, 4)
+        if trained:
+            assert one_back.mean(axis=(0, 1))[result["previous_token_heads"]].min() > 0.5
+            assert target.mean(axis=0)[result["induction_heads"]].min() > 0.5
+        else:
+            assert one_back.mean(axis=(0, 1)).max() < 0.1 and target.mean(axis=0).max() < 0.1
 
 # --- sections 6-7: where the heads look, and the measures ---------------------------------------
 
@@ -265,7 +297,7 @@ def test_10_without_positions_the_previous_token_head_is_gone(model, result, bat
     tokens = batch[0]
     assert result["accuracy_without_positions"] < 0.15
     scores = previous_token_score(model.forward(tokens, use_positions=False)[1][0])
-    assert np.all(np.abs(scores - 0.1) < 0.05)  # what even weights give
+    assert scores.max() < 0.11  # "0.1 or less, no more than even weights give" (0.10 on 32 tokens)
 
 
 # --- exercise 3 --------------------------------------------------------------------------------
