@@ -47,7 +47,8 @@ def test_checkpoint_has_the_documented_keys_shapes_and_layout():
     assert "layer2.W_qkv" not in arrays
     for name in ("step", "loss", "accuracy"):  # the training curve, for the notebook's figure
         assert arrays[f"history.{name}"].ndim == 1 and len(arrays[f"history.{name}"]) == len(arrays["history.step"])
-    assert all(np.isfinite(array).all() for array in arrays.values())
+    assert arrays["machine"].dtype.kind == "U" and arrays["machine"].shape == ()  # where it was trained, in words
+    assert all(np.isfinite(array).all() for name, array in arrays.items() if name != "machine")
 
 
 def test_checkpoint_layout_is_the_modules_queries_keys_values(trained):

@@ -307,7 +307,7 @@ def test_exercise_3_each_induction_head_alone_keeps_about_half(model, result, ba
     tokens, n, offset, gap = batch
     for kept in result["induction_heads"]:
         others = [(1, h) for h in result["induction_heads"] if h != kept]
-        assert 0.4 < accuracy(model.forward(tokens, ablate=others)[0], tokens, n, offset, gap) < 0.7
+        assert 0.5 < accuracy(model.forward(tokens, ablate=others)[0], tokens, n, offset, gap) < 0.6
 
 
 def test_exercise_3_in_the_shortcut_one_head_suffices_and_the_choice_matters():
@@ -315,4 +315,4 @@ def test_exercise_3_in_the_shortcut_one_head_suffices_and_the_choice_matters():
     tokens, n, *_ = induction_batch(np.random.default_rng(2024), 512, at_start=True)
     alone = [accuracy(shortcut.forward(tokens, ablate=[(1, h) for h in range(4) if h != kept])[0], tokens, n)
              for kept in range(4)]
-    assert alone[0] > 0.95 and 0.25 < alone[2] < 0.45  # "nearly all", "about a third"
+    assert alone[0] > 0.95 and round(alone[0], 2) == 0.98 and 0.25 < alone[2] < 0.45  # "nearly all (0.98)", "a third"
