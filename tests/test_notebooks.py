@@ -964,11 +964,13 @@ def test_exercise_check_accepts_the_answer_and_rejects_mistakes(run_notebook, na
 # Every exercise of every chapter notebook: a "..." to replace, a check that says "not yet",
 # then a collapsed, executed solution that passes the same check --------------------------------
 
+CHECKER = re.compile(r"(?:@exercise\(.*?\)\n)?def check_exercise_(\d+)\(", re.DOTALL)  # plain or decorated
+
 
 @pytest.mark.parametrize("name", [name for name in notebook_names(NOTEBOOKS) if name[:2].isdigit()])
 def test_every_exercise_has_a_placeholder_a_check_and_a_collapsed_executed_solution(name):
     code = [cell for cell in read_ipynb(name).cells if cell.cell_type == "code"]
-    checks = [index for index, cell in enumerate(code) if cell.source.startswith(("def check_exercise_", "@exercise("))]
+    checks = [index for index, cell in enumerate(code) if CHECKER.match(cell.source)]
     assert len(checks) >= 2, f"{name} has {len(checks)} exercises"
     for number, index in enumerate(checks, start=1):
         assert f"def check_exercise_{number}(" in code[index].source
@@ -1082,7 +1084,7 @@ def solution_cells(nb):
     code = [cell for cell in nb.cells if cell.cell_type == "code"]
     found = []
     for index, cell in enumerate(code):
-        match = re.search(r"^def check_exercise_(\d+)\(", cell.source, re.M)
+        match = CHECKER.match(cell.source)
         if match and index + 1 < len(code):
             found.append((int(match.group(1)), code[index + 1]))
     return found

@@ -307,7 +307,9 @@ def measure(model, *, num_sequences=512, seed=2024):
         per layer (lists): ``previous_token`` ``(num_heads,)``, ``previous_token_by_segment``
         (dict of ``(num_heads,)``), ``prefix_matching`` (on repeated random tokens),
         ``copying``; ``icl_score`` (on repeated random tokens); ``previous_token_heads``,
-        ``induction_heads``; ``k_composition`` ``(num_heads, num_heads)`` (two layers or more);
+        ``induction_heads``; ``k_composition`` ``(num_heads, num_heads)`` and
+        ``k_composition_chance`` (mean and sd of :func:`composition_baseline`) (two layers or
+        more); ``accuracy_without_key_path`` (:func:`forward_without_key_path`, two layers);
         ablated accuracies ``accuracy_without_previous_token_heads``,
         ``accuracy_without_induction_heads``, ``accuracy_without_layer0``,
         ``accuracy_without_head`` (per last-layer head), ``accuracy_without_positions``.
@@ -342,6 +344,11 @@ def measure(model, *, num_sequences=512, seed=2024):
         induction = [int(h) for h in np.flatnonzero(result["prefix_matching"][last] >= INDUCTION_HEAD)]
         result["previous_token_heads"], result["induction_heads"] = previous, induction
         result["k_composition"] = _k_composition(model, 0, 1, dead=np.nan)
+        result["k_composition_chance"] = composition_baseline(
+            model.d_model, model.d_model // model.num_heads, draws=500, seed=0)
+        if len(model.layers) == 2:
+            cut = forward_without_key_path(model, tokens, previous)
+            result["accuracy_without_key_path"] = accuracy(cut, tokens, n, offset, gap)
         result["accuracy_without_layer0"] = accuracy_without([(0, None)])
         result["accuracy_without_previous_token_heads"] = accuracy_without([(0, h) for h in previous])
         result["accuracy_without_induction_heads"] = accuracy_without([(last, h) for h in induction])
@@ -364,13 +371,17 @@ def claims(result):
     acc = result["accuracy"]
     induction, previous = result["induction_heads"], result["previous_token_heads"]
     composition = result.get("k_composition")
+    chance_mean, chance_sd = result.get("k_composition_chance", (np.nan, np.nan))
     return {
         "accuracy >= 0.9": acc >= 0.9,
         "best layer-1 prefix-matching score >= 0.5": bool(result["prefix_matching"][-1].max() >= 0.5),
         "every induction head copies (copying score >= 0.7)": bool(induction)
         and bool(all(result["copying"][-1][h] >= 0.7 for h in induction)),
-        "each induction head K-composes most with a previous-token head": composition is not None
-        and bool(induction) and all(int(composition[:, h].argmax()) in previous for h in induction),
+        "each induction head K-composes with a previous-token head above chance + 3 sd": composition is not None
+        and bool(induction) and bool(previous) and all(composition[previous, h].max() > chance_mean + 3 * chance_sd
+                                                       for h in induction),
+        "removing the previous-token heads from layer 1's keys alone costs >= 0.3":
+        "accuracy_without_key_path" in result and acc - result["accuracy_without_key_path"] >= 0.3,
         "ablating the previous-token heads costs >= 0.4": bool(previous)
         and acc - result["accuracy_without_previous_token_heads"] >= 0.4,
         "ablating the induction heads costs >= 0.4": bool(induction)

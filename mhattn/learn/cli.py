@@ -7,6 +7,7 @@ minutes of training; ``--out`` is tried (a file created and removed in its folde
 import argparse
 import importlib
 import os
+import platform
 import sys
 import tempfile
 import time
@@ -70,6 +71,18 @@ def writable_out(text):
     return path
 
 
+def machine():
+    """The machine in words: CPU model (from /proc/cpuinfo where there is one), cores, OS."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as file:
+            names = [line.split(":", 1)[1].strip() for line in file if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()}"
+
+
 def parser():
     """The argument parser: plain-text help, with every option's default."""
     cli = argparse.ArgumentParser(prog="python -m mhattn.train", description=DESCRIPTION, epilog=EPILOG)
@@ -120,22 +133,27 @@ def main(argv=None):
               f"{' and the progress bar' if 'tqdm' in missing else ''}), which this installation lacks: "
               f'pip install "mhattn[chapter]" (or pip install {" ".join(missing)})', file=sys.stderr)
         return 2
-    start = time.perf_counter()
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    start, cpu_start = time.perf_counter(), time.process_time()
     keep_freed_memory()  # the command's own process: twice as fast on Linux, no effect on the numbers
     model = train(
         args.layers, seed=args.seed, steps=args.steps, lr=args.lr, batch_size=args.batch_size,
         dtype=np.dtype(args.dtype), progress=not args.quiet, threads=args.threads,
     )
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     settings = {"seed": args.seed, "steps": args.steps, "lr": args.lr, "batch_size": args.batch_size}
+    load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    record = {"seconds": seconds, "cpu_seconds": cpu_seconds, "machine": machine(),
+              "load_average": max(load_before, load_after)}
     try:
-        out = model.save(args.out, **settings, seconds=seconds)  # the path written: args.out, .npz appended
+        out = model.save(args.out, **settings, **record)  # the path written: args.out, .npz appended if missing
     except OSError as error:  # the folder went away during training: keep the run somewhere
         rescue = os.path.join(tempfile.gettempdir(), f"mhattn-{os.getpid()}-{os.path.basename(args.out)}")
-        out = model.save(rescue, **settings, seconds=seconds)
+        out = model.save(rescue, **settings, **record)
         print(f"{error}; the trained model was saved to {out} instead", file=sys.stderr)
     result = measure(model)
-    print(f"trained {args.steps} steps in {seconds:.1f} s; saved {out}")
+    print(f"trained {args.steps} steps in {seconds:.1f} s ({cpu_seconds:.1f} s of CPU) on {record['machine']} "
+          f"(1-minute load average up to {record['load_average']:.1f}); saved {out}")
     print(f"accuracy on the predictable positions: {result['accuracy']:.3f}")
     for i, scores in enumerate(result["previous_token"]):
         print(f"layer {i} previous-token scores: {np.round(scores, 2)}; prefix-matching scores: "

@@ -234,6 +234,24 @@ def load_shortcut():
     return _shipped(SHORTCUT_CHECKPOINT)
 
 
+def training_record(num_layers=2):
+    """How a shipped checkpoint was trained: a dict of what ``python -m mhattn.train`` stored beside it.
+
+    Keys: ``seed``, ``steps``, ``lr``, ``batch_size``, ``seconds`` (the measured wall time of
+    the command), ``cpu_seconds`` (the CPU time of its process: about the wall time on an
+    idle core), ``machine`` (CPU model, cores, OS) and ``load_average`` (the machine's
+    1-minute load average, the larger of its values before and after training: above the
+    number of cores, processes waited for one).
+    """
+    shipped = {2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}
+    name = None if isinstance(num_layers, (bool, np.bool_)) else shipped.get(num_layers)
+    if name is None:
+        raise ValueError(f"num_layers must be 1 or 2 (the shipped checkpoints); got {num_layers!r}")
+    keys = ("seed", "steps", "lr", "batch_size", "seconds", "cpu_seconds", "machine", "load_average")
+    with resources.as_file(resources.files("mhattn") / "data" / name) as path, np.load(path) as stored:
+        return {key: stored[key].item() for key in keys}
+
+
 def _shipped(name):
     with resources.as_file(resources.files("mhattn") / "data" / name) as path:
         return InductionModel.load(path)

@@ -4,7 +4,8 @@ The distribution of :func:`induction_batch`, per sequence and independently:
 
 .. code-block:: text
 
-    n      ~ uniform on [max_len // 8, max_len // 2]     the block's length (4..16 for max_len 32)
+    n      in [max_len // 8, max_len // 2],              the block's length (4..16 for max_len 32),
+             P(n) proportional to 1 / (n - 1)            so every length offers as many copyable tokens
     room   = max_len - 2 n                              tokens outside the two copies
     gap    = 0 with probability 1 - GAP_PROBABILITY,
              else uniform on [1, room]                  random tokens between the copies
@@ -16,8 +17,12 @@ Every random token outside the copies is uniform over the whole vocabulary, inde
 everything else. Because the offset, the gap and ``n`` all vary, no fixed position or fixed
 distance finds the earlier copy: only the token itself does.
 
-``at_start=True`` draws the narrower task that a model can solve by position alone: the first
-copy at position 0 and no gap (the layout of notebook 09's shortcut model).
+A block of ``n`` tokens has ``n - 1`` tokens that a copy predicts, so with ``n`` uniform a short
+block would carry a fifth of the training signal of a long one; weighting ``n`` by ``1 / (n - 1)``
+gives every length the same expected number of copyable tokens.
+
+``at_start=True`` draws the narrower task that a model can solve by position alone: ``n`` uniform,
+the first copy at position 0 and no gap (the layout of notebook 09's shortcut model).
 """
 
 import numpy as np
@@ -55,7 +60,11 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
     at_start = checks.flag("at_start", at_start)
     if max_len < 2 or vocab < max_len // 2:
         raise ValueError(f"max_len must be >= 2 and vocab >= max_len // 2; got max_len {max_len}, vocab {vocab}")
-    n = rng.integers(max(1, max_len // 8), max_len // 2 + 1, size=batch_size)  # (batch,)
+    lengths = block_lengths(max_len)
+    if at_start:
+        n = rng.integers(lengths[0], lengths[-1] + 1, size=batch_size)  # (batch,): uniform
+    else:
+        n = rng.choice(lengths, size=batch_size, p=length_probabilities(max_len))  # (batch,)
     room = max_len - 2 * n  # (batch,): tokens outside the copies
     if at_start:
         gap = offset = np.zeros(batch_size, dtype=np.int64)
@@ -64,6 +73,17 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
         gap = np.where(has_gap, 1 + (rng.random(batch_size) * np.maximum(room, 1)).astype(np.int64), 0)
         offset = (rng.random(batch_size) * (room - gap + 1)).astype(np.int64)  # uniform on [0, room - gap]
     return layout(rng, n, offset, gap, vocab=vocab, max_len=max_len), n, offset, gap
+
+
+def block_lengths(max_len=MAX_LEN):
+    """The block lengths :func:`induction_batch` draws: ``max(1, max_len // 8) .. max_len // 2``, an int array."""
+    return np.arange(max(1, max_len // 8), max_len // 2 + 1)
+
+
+def length_probabilities(max_len=MAX_LEN):
+    """``P(n)`` for each of :func:`block_lengths`: proportional to ``1 / (n - 1)`` (``n = 1`` counts as 1)."""
+    weights = 1.0 / np.maximum(block_lengths(max_len) - 1, 1)
+    return weights / weights.sum()
 
 
 def layout(rng, n, offset, gap, *, vocab=VOCAB, max_len=MAX_LEN):
