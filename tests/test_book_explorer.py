@@ -133,6 +133,9 @@ def frame_problems(js, model):
         problems.append("masked cells differ from mhattn's")
     if expected.state.trained and js["predictions"] != expected.predictions.tolist():
         problems.append("predictions differ from mhattn's")
+    continuation = None if expected.continuation is None else expected.continuation.tolist()
+    if expected.state.trained and js.get("continuation") != continuation:
+        problems.append(f"the continuation {js.get('continuation')} differs from mhattn's {continuation}")
     return problems
 
 

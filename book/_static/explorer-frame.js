@@ -53,6 +53,8 @@
       real: range(n).map((i) => i < real[shown]), tokens: null, predictions: null, scores: null };
   }
 
+  const CONTINUATION = 5;  // mhattn.explorer.frame.CONTINUATION
+
   function trainedFrame(state, data, tokens) {
     const m = model(data), n = tokens.length, d = m.dModel, causal = (i, j) => j <= i;
     let h = new Float64Array(n * d), before = null, after = null, shownWeights = null;
@@ -72,8 +74,31 @@
       return best;
     });
     const pca = M.pca2d(before, after, n, d);
+    const learned = state.positions === "learned";
+    const continuation = learned ? writeOn(m, tokens, Math.min(CONTINUATION, m.pos.length / d + 1 - n)) : null;
     return { ...pca, weights: shownWeights, allowed: grid(n, causal), labels: tokens.map((t) => LETTERS[t]),
-      real: range(n).map(() => true), tokens, predictions, scores: scores(shownWeights, tokens) };
+      real: range(n).map(() => true), tokens, predictions, scores: scores(shownWeights, tokens), continuation };
+  }
+
+  /* mhattn.learn.generate.generate, greedy: the trained model's next `count` tokens after `tokens`
+     (learned positions). Python reuses each layer's keys and values through a KV cache; here the
+     whole prefix is recomputed at every step, which gives the same tokens. */
+  function writeOn(m, tokens, count) {
+    const written = [], d = m.dModel, causal = (i, j) => j <= i;
+    for (let step = 0; step < count; step++) {
+      const sequence = tokens.concat(written), n = sequence.length;
+      let h = new Float64Array(n * d);
+      sequence.forEach((t, i) => { for (let c = 0; c < d; c++) h[i * d + c] = m.embed[t * d + c] + m.pos[i * d + c]; });
+      m.layers.forEach((layer) => {
+        const { output } = M.attention(h, n, d, m.numHeads, layer, causal, 0);
+        h = h.map((value, i) => value + output[i]);
+      });
+      const logits = M.matmul(h.subarray((n - 1) * d), 1, d, m.unembed, m.vocab);  // the last position's
+      let best = 0;
+      for (let v = 1; v < m.vocab; v++) if (logits[v] > logits[best]) best = v;
+      written.push(best);
+    }
+    return written;
   }
 
   function scores(weights, tokens) {  // mhattn.learn.circuits.previous_token_score and mhattn.learn.circuits.prefix_matching_score

@@ -91,8 +91,11 @@
         lines.push(`previous-token score per head: ${f2(frame.scores.previous_token)}`);
         lines.push(frame.scores.prefix_matching ? `prefix-matching score per head: ${f2(frame.scores.prefix_matching)}`
           : "prefix-matching score per head: no letter repeats yet (type one twice)");
-        lines.push(`the model's guess for the next letter, after each token: ${frame.predictions.map(
-          (t) => (t < 26 ? "abcdefghijklmnopqrstuvwxyz"[t] : `<${t}>`)).join(" ")}`);
+        const letters = (ids) => ids.map((t) => (t < 26 ? "abcdefghijklmnopqrstuvwxyz"[t] : `<${t}>`)).join(" ");
+        lines.push(`the model's guess for the next letter, after each token: ${letters(frame.predictions)}`);
+        if (frame.continuation && frame.continuation.length) {
+          lines.push(`the model writes on, one letter at a time (greedy): ${letters(frame.continuation)}`);
+        }
       } else {
         lines.push(`seq_len=${n} · num_heads=${numHeads} · d_k=${s.d_model / numHeads} · mask=${s.mask}`
           + ` · positions=${s.positions} · seed=${s.seed}`);
@@ -130,7 +133,7 @@
       redraws += 1;
       window.__explorerFrame = { state: s, weights: frame.weights.map((w) => w.map((row) => Array.from(row))),
         allowed: frame.allowed, inputs_2d: frame.inputs2d, outputs_2d: frame.outputs2d, explained: frame.explained,
-        labels: frame.labels, real: frame.real, predictions: frame.predictions, scores: frame.scores, panels, plane,
+        labels: frame.labels, real: frame.real, predictions: frame.predictions, continuation: frame.continuation, scores: frame.scores, panels, plane,
         row_sums: frame.rowSums,
         redraws, ms: performance.now() - started };
     }

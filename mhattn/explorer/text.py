@@ -69,6 +69,9 @@ def _trained_readout_html(frame):
                      f"occurrences of the query's letter): {scores}</code>")
     lines.append(f"<code>the model's guess for the next letter, after each token: "
                  f"{html.escape(decode_tokens(frame.predictions))}</code>")
+    if frame.continuation is not None and len(frame.continuation):
+        lines.append(f"<code>the model writes on, one letter at a time (greedy, with the KV cache): "
+                     f"{html.escape(decode_tokens(frame.continuation))}</code>")
     return "<br>".join(lines)
 
 
