@@ -23,6 +23,7 @@ copy at position 0 and no gap (the layout of notebook 09's shortcut model).
 import numpy as np
 
 from .. import checks
+from ..checks import learning
 from .model import MAX_LEN, VOCAB
 
 GAP_PROBABILITY = 0.5  #: the share of sequences with random tokens between the two copies
@@ -66,6 +67,7 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
     return layout(rng, n, offset, gap, vocab=vocab, max_len=max_len), n, offset, gap
 
 
+@checks.checked(learning.layout_args)
 def layout(rng, n, offset, gap, *, vocab=VOCAB, max_len=MAX_LEN):
     """Tokens for a chosen ``(n, offset, gap)`` per sequence: random | block | random | block | random.
 
