@@ -6,6 +6,7 @@ definition, computed here with NumPy from the model's weights.
 
 import numpy as np
 import pytest
+from helpers import raises
 
 from mhattn.learn import circuits, several_heads
 from mhattn.learn.losses import cross_entropy
@@ -142,3 +143,65 @@ def test_offset_profile_of_a_list_is_its_definition(slots):
     expected = [[np.mean([weights[b, h, t, t - k] for b in range(2) for t in range(1, 5)]) for k in range(2)]
                 for h in range(2)]
     np.testing.assert_allclose(several_heads.offset_profile(weights.tolist(), 1), expected, rtol=1e-13)
+
+
+# --- where the repeat sits, composition against chance, the losses ------------------------------
+
+
+@pytest.fixture(scope="module")
+def few_letters():
+    """A model whose vocabulary (4) holds fewer distinct tokens than half its context (16 / 2)."""
+    return InductionModel(2, vocab=4, max_len=16, d_model=8, num_heads=2, seed=0)
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda m: circuits.offset_accuracy(m, [4.5]), TypeError, "lengths must be an int; got 4.5"),  # was rounded to 4
+    (lambda m: circuits.offset_accuracy(m, [True]), TypeError, "lengths must be an int; got True"),
+    (lambda m: circuits.offset_accuracy(m, [5]), ValueError, "lengths must not exceed the model's vocab = 4"),
+    (lambda m: circuits.offset_accuracy(m, [4], gap=9), ValueError, "2 * min(lengths) + gap <= max_len = 16"),
+    (lambda m: circuits.gap_accuracy(m, [0], [6]), ValueError, "lengths must not exceed the model's vocab = 4"),
+    (lambda m: circuits.gap_accuracy(m, [15], [2]), ValueError, "gaps must be in [0, max_len - 2 = 14]"),
+    (lambda m: circuits.prefix_matching_by_offset(m, half_len=4), ValueError, "half_len must be at least"),
+    (lambda m: circuits.previous_token_profile(m, layer=2), ValueError, "layer must be an int in [0, 1]; got 2"),
+    (lambda m: circuits.loss_report(m), ValueError, "max_len // 2 <= vocab"),
+    (lambda m: circuits.composition_scores(m, "k"), ValueError, "kind must be 'Q', 'K' or 'V'; got 'k'"),
+    (lambda m: circuits.composition_scores(m, "K", 1, 1), ValueError, "layer0 must come before layer1"),
+    (lambda m: circuits.forward_without_key_path(m, np.zeros(4, int), [0]), ValueError, "tokens must be a batch"),
+    (lambda m: circuits.forward_without_key_path(m, np.zeros((1, 4), int), [2]), ValueError, "heads must be"),
+])
+def test_the_measures_of_where_the_repeat_sits_name_the_argument(few_letters, call, error, message):
+    with raises(error, message):
+        call(few_letters)
+
+
+def test_offset_repeats_names_its_arguments_before_drawing():
+    with raises(ValueError, "offset + half_len must be <= vocab = 6"):
+        circuits.offset_repeats(np.random.default_rng(0), 2, 4, 3, 6)
+    with raises(TypeError, "offset must be an int >= 0; got 1.5"):
+        circuits.offset_repeats(np.random.default_rng(0), 2, 1.5, 3, 6)
+
+
+@pytest.mark.parametrize("seq_len", [3, 5, 2])
+def test_induction_loss_needs_two_halves(seq_len):
+    """Tokens h + 1 .. 2h - 1 repeat: an odd length, or halves of one token, have no such tokens to score."""
+    with raises(ValueError, "tokens must be two halves of h >= 2 tokens each"):
+        circuits.induction_loss(np.zeros((1, seq_len, 4)), np.zeros((1, seq_len), int))
+
+
+def test_induction_loss_is_the_mean_loss_of_the_predictable_half():
+    logits = np.random.default_rng(5).standard_normal((3, 8, 6))
+    tokens = np.random.default_rng(6).integers(0, 6, (3, 8))
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))  # (batch, position, vocab)
+    expected = np.mean([-log_p[b, t - 1, tokens[b, t]] for b in range(3) for t in range(5, 8)])  # tokens h+1 .. 2h-1
+    assert circuits.induction_loss(logits, tokens) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize(("max_len", "expected"), [(3, 1), (32, 16), (33, 16)])
+def test_mid_context_token_is_half_the_context(max_len, expected):
+    assert circuits.mid_context_token(max_len) == expected
+
+
+@pytest.mark.parametrize("max_len", [0, 2, True, 3.0])
+def test_mid_context_token_needs_a_context_of_three(max_len):
+    with pytest.raises((TypeError, ValueError), match="max_len must be"):
+        circuits.mid_context_token(max_len)

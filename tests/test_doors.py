@@ -19,9 +19,15 @@ import mhattn
 from mhattn import KVCache, MultiHeadAttention
 from mhattn.core import attention, grad, heads, masks, positions, softmax
 from mhattn.engine import blocks, flash
-from mhattn.explorer import frame
-from mhattn.learn import circuits, losses, model, optim, several_heads
+from mhattn.explorer import controls, frame
+from mhattn.learn import circuits, generate, losses, model, optim, several_heads, task
 from mhattn.learn import train as trainer
+from mhattn.pictures import exercises
+
+try:
+    import torch
+except ImportError:  # torch is optional: its doors say so (checks.require) and are not attacked
+    torch = None
 
 RNG = np.random.default_rng(0)
 
@@ -84,6 +90,7 @@ def _slots():
 
 
 X3 = RNG.standard_normal((2, 3, 4))
+W44 = RNG.standard_normal((4, 4))
 Q2, K2, V2 = RNG.standard_normal((3, 4)), RNG.standard_normal((5, 4)), RNG.standard_normal((5, 4))
 W4 = np.full((1, 2, 3, 3), 1 / 3)
 IDS8 = np.arange(8)[None] % 6
@@ -132,17 +139,33 @@ DOORS = {
     "mhattn.core.grad.linear_vjp": (grad.linear_vjp, dict(x=X3, W=np.ones((4, 5)), d_y=np.ones((2, 3, 5))), {"x": spoil(X3, ANY_RANK), "W": spoil(np.ones((4, 5)), FLOATS), "d_y": spoil(np.ones((2, 3, 5)), FLOATS)}),
     "mhattn.core.grad.repeat_kv_vjp": (grad.repeat_kv_vjp, dict(d_repeated=X3[None], group=2), {"d_repeated": spoil(X3[None], FLOATS), "group": COUNT + [3]}),
     "mhattn.core.grad.rope_vjp": (grad.rope_vjp, dict(d_rotated=X3, positions=np.arange(3)), {"d_rotated": spoil(X3, ANY_RANK), "positions": spoil(np.arange(3), ("float", "masked", "rank")) + [np.array([0, 1, np.iinfo(np.int64).min])], "base": BASE}),
+    "mhattn.core.grad.rope_interleaved_vjp": (grad.rope_interleaved_vjp, dict(d_rotated=X3, positions=np.arange(3)), {"d_rotated": spoil(X3, ANY_RANK) + [X3[..., :3], X3[0, 0]], "positions": spoil(np.arange(3), ("float", "masked", "rank")) + [np.arange(4), np.array([0, 1, np.iinfo(np.int64).min])], "base": BASE}),
     "mhattn.core.grad.multihead_vjp": "the module's backward on checked arrays: MultiHeadAttention.vjp is its door (documented)",
     "mhattn.core.grad.module_vjp": "MultiHeadAttention.vjp itself (its entry attacks it)",
     "mhattn.core.multihead.MultiHeadAttention": (MultiHeadAttention, dict(d_model=4, num_heads=2), {"d_model": COUNT, "num_heads": COUNT + [3], "seed": SEED, "num_kv_heads": COUNT + [3], "rope": FLAG, "rope_base": BASE}),
     "mhattn.core.multihead.MultiHeadAttention.forward": (_mha_method("forward"), dict(x=X3), {"x": spoil(X3, FLOATS) + [X3[..., :3]], "mask": [np.ones((3, 3)), np.ones((2, 2), bool)], "need_weights": FLAG, "context": spoil(X3, FLOATS), "kv_cache": [[], "cache"]}),
     "mhattn.core.multihead.MultiHeadAttention.vjp": (_mha_method("vjp"), dict(x=X3), {"x": spoil(X3, FLOATS), "mask": [np.ones((3, 3))]}),
+    "mhattn.core.multihead.MultiHeadAttention.from_weights": (MultiHeadAttention.from_weights, dict(W_q=W44, W_k=W44, W_v=W44, W_o=W44, num_heads=2, layout="torch"), {"W_q": spoil(W44, FLOATS) + [W44[:, :3]], "W_k": spoil(W44, FLOATS) + [W44[:2].T], "W_v": [W44[:2], np.full((4, 4), "a")], "W_o": spoil(W44, FLOATS) + [W44[:3]], "num_heads": COUNT + [3], "layout": [None, "TORCH", "numpy"], "num_kv_heads": COUNT + [3], "rope": FLAG, "rope_base": BASE}),
     "mhattn.core.multihead.MultiHeadAttention.project": "the forward's own step on checked arrays (W_qkv from weights())",
     "mhattn.core.multihead.MultiHeadAttention.head_weights": (_mha_method("head_weights"), dict(head=0), {"head": INDEX}),
     "mhattn.core.multihead.MultiHeadAttention.qkv_columns": NO_ARGUMENTS,
     "mhattn.core.multihead.MultiHeadAttention.weights": (_mha_method("weights"), dict(dtype=np.float64), {"dtype": []}),
     "mhattn.core.multihead.MultiHeadAttention.split_heads": (_mha_method("split_heads"), dict(x=X3), {"x": [X3[0]]}),
     "mhattn.core.multihead.MultiHeadAttention.combine_heads": (_mha_method("combine_heads"), dict(x=X3[None]), {"x": [X3]}),
+}
+if torch is None:
+    DOORS |= dict.fromkeys(("mhattn.core.multihead.MultiHeadAttention.from_torch", "mhattn.core.multihead.MultiHeadAttention.to_torch"),
+                           "torch is not installed here: the door names the extra to install (checks.require)")
+else:
+    _nan_torch = torch.nn.MultiheadAttention(4, 2, bias=False)
+    with torch.no_grad():
+        _nan_torch.in_proj_weight[0, 0] = float("nan")
+    DOORS |= {
+        "mhattn.core.multihead.MultiHeadAttention.from_torch": (MultiHeadAttention.from_torch, dict(module=torch.nn.MultiheadAttention(4, 2, bias=False)), {"module": [None, torch.nn.Linear(4, 4, bias=False), torch.nn.MultiheadAttention(4, 2), torch.nn.MultiheadAttention(4, 2, bias=False, kdim=3, vdim=3), _nan_torch]}),
+        "mhattn.core.multihead.MultiHeadAttention.to_torch": (_mha_method("to_torch"), dict(), {"batch_first": FLAG}),
+    }
+
+DOORS |= {
     # the engine
     "mhattn.engine.blocks.blockwise_attention": (blocks.blockwise_attention, dict(Q=Q2, K=K2, V=V2), {"Q": spoil(Q2, ANY_RANK), "K": spoil(K2, ANY_RANK), "V": spoil(V2, ANY_RANK), "mask": [np.ones((3, 5))], "block_size": COUNT, "need_weights": FLAG}),
     "mhattn.engine.blocks.blockwise_args": "blockwise_attention's argument check itself",
@@ -179,6 +202,18 @@ DOORS = {
     "mhattn.learn.circuits.in_context_learning_score": (circuits.in_context_learning_score, dict(logits=np.zeros((1, 4, 4)), tokens=np.array([[0, 1, 2, 3]]), early=1, late=3), {"logits": spoil(np.zeros((1, 4, 4)), FLOATS), "tokens": spoil(np.array([[0, 1, 2, 3]]), IDS), "early": [0, True, 1.5, 4], "late": [0, -1, 4, 2.0]}),
     "mhattn.learn.circuits.icl_tokens": (circuits.icl_tokens, dict(max_len=32), {"max_len": COUNT + [1, 2]}),
     "mhattn.learn.circuits.measure": (circuits.measure, dict(model=_tiny_model(), num_sequences=4), {"model": [{}, None], "num_sequences": COUNT, "seed": SEED}),
+    "mhattn.learn.circuits.mid_context_token": (circuits.mid_context_token, dict(max_len=32), {"max_len": COUNT + [1, 2]}),
+    "mhattn.learn.circuits.induction_loss": (circuits.induction_loss, dict(logits=np.zeros((1, 4, 4)), tokens=np.array([[0, 1, 0, 1]])), {"logits": spoil(np.zeros((1, 4, 4)), FLOATS), "tokens": spoil(np.array([[0, 1, 0, 1]]), IDS) + [np.array([[0, 1, 0]])]}),
+    "mhattn.learn.circuits.offset_accuracy": (circuits.offset_accuracy, dict(model=_tiny_model(), lengths=[3, 4], per_cell=16), {"model": [{}, None], "lengths": [[], [0], [5], [True], [2.5], 4], "per_cell": COUNT, "seed": SEED, "gap": [True, -1, 1.5, 5]}),
+    "mhattn.learn.circuits.gap_accuracy": (circuits.gap_accuracy, dict(model=_tiny_model(), gaps=[0, 2], lengths=[2, 3], num_sequences=4), {"model": [{}, None], "gaps": [[], [-1], [7], [1.5], [True], 3], "lengths": [[], [0], [True], [2.5], "ab"], "num_sequences": COUNT, "seed": SEED}),
+    "mhattn.learn.circuits.previous_token_profile": (circuits.previous_token_profile, dict(model=_tiny_model(), num_sequences=4), {"model": [{}, None], "layer": INDEX + [2], "num_sequences": COUNT, "seed": SEED, "at_start": FLAG}),
+    "mhattn.learn.circuits.offset_repeats": (circuits.offset_repeats, dict(rng=np.random.default_rng(0), batch_size=2, offset=1, half_len=2, vocab=6), {"rng": [0, np.random.RandomState(0)], "batch_size": COUNT, "offset": [True, -1, 1.5, 5], "half_len": COUNT + [6], "vocab": COUNT + [2]}),
+    "mhattn.learn.circuits.prefix_matching_by_offset": (circuits.prefix_matching_by_offset, dict(model=_tiny_model(), half_len=2, num_sequences=2), {"model": [{}, None], "layer": INDEX + [2], "half_len": COUNT + [1, 5], "num_sequences": COUNT, "seed": SEED}),
+    "mhattn.learn.circuits.composition_scores": (circuits.composition_scores, dict(model=_tiny_model(), kind="K"), {"model": [{}, None], "kind": ["k", "QK", 1, None], "layer0": INDEX + [1], "layer1": INDEX + [2]}),
+    "mhattn.learn.circuits.composition_baseline": (circuits.composition_baseline, dict(d_model=4, rank=2, draws=3), {"d_model": COUNT, "rank": COUNT, "draws": COUNT, "seed": SEED}),
+    "mhattn.learn.circuits.forward_without_key_path": (circuits.forward_without_key_path, dict(model=_tiny_model(), tokens=IDS8, heads=[0]), {"model": [{}, None, _tiny_model(1)], "tokens": spoil(IDS8, IDS) + [IDS8[0]], "heads": [0, [2], [-1], [1.5], [True]]}),
+    "mhattn.learn.circuits.loss_report": (circuits.loss_report, dict(model=_tiny_model(), num_sequences=4), {"model": [{}, None, model.InductionModel(2, vocab=6, max_len=7, d_model=8, num_heads=2), model.InductionModel(2, vocab=6, max_len=16, d_model=8, num_heads=2)], "num_sequences": COUNT, "seed": SEED}),
+    "mhattn.learn.generate.generate": (generate.generate, dict(model=_tiny_model(), prompt=[1, 2], num_tokens=3), {"model": [None, {}], "prompt": spoil(np.array([1, 2]), IDS) + [[]], "num_tokens": [True, 1.5, -1, 8, "3"], "temperature": BASE[:3] + [-1.0, "1"], "seed": SEED, "use_cache": FLAG}),
     "mhattn.learn.circuits.claims": (circuits.claims, dict(result=None), {"result": [None, {}, [1]]}),
     "mhattn.learn.several_heads.two_slot_batch": (several_heads.two_slot_batch, dict(rng=np.random.default_rng(0), batch_size=2), {"rng": [0], "batch_size": COUNT, "vocab": COUNT, "seq_len": COUNT}),
     "mhattn.learn.several_heads.TwoSlotModel": (several_heads.TwoSlotModel, dict(num_heads=2, vocab=6, seq_len=5, d_model=8), {"num_heads": COUNT + [3], "vocab": COUNT, "seq_len": COUNT + [2], "d_model": COUNT, "seed": SEED}),
@@ -211,15 +246,18 @@ DOORS |= {
     "mhattn.learn.model.InductionModel.load": "a path: tests/test_checkpoints.py attacks the file's every entry",
     "mhattn.learn.model.load_trained": (model.load_trained, dict(num_layers=2), {"num_layers": [True, 3, 0, "2"]}),
     "mhattn.learn.model.encode_letters": (model.encode_letters, dict(text="ab"), {"text": [1, ["a"], "a1"]}),
+    "mhattn.learn.model.load_shortcut": NO_ARGUMENTS,
     "mhattn.learn.model.decode_tokens": "any ints become text: ids without a letter are written <id>",
     "mhattn.learn.task.induction_batch": "learn/task.py: the induction task, rebuilt elsewhere",
     "mhattn.learn.task.repeated_positions": "learn/task.py: the induction task, rebuilt elsewhere",
     "mhattn.learn.task.determined_positions": "learn/task.py: the induction task, rebuilt elsewhere",
     "mhattn.learn.task.accuracy": "learn/task.py: the induction task, rebuilt elsewhere",
+    "mhattn.learn.task.layout": (task.layout, dict(rng=np.random.default_rng(0), n=np.array([2]), offset=np.array([1]), gap=np.array([0]), vocab=6, max_len=8), {"rng": [0, None], "n": spoil(np.array([2]), IDS), "offset": spoil(np.array([1]), ("text", "float", "masked", "negative", "rank")) + [np.array([1, 1])], "gap": spoil(np.array([0]), ("text", "float", "masked", "negative", "rank")), "vocab": COUNT + [1], "max_len": COUNT}),
     "mhattn.learn.train.loss_and_grads": (trainer.loss_and_grads, dict(model=_tiny_model(), tokens=np.zeros((2, 8), int), n=np.array([2, 3])), {"tokens": spoil(np.zeros((2, 8), int), IDS), "n": [np.array([0, 2]), np.array([2.0, 3.0]), np.array([5, 2])], "dtype": ["float16", "int"]}),
     "mhattn.learn.train.train": (trainer.train, dict(num_layers=1, steps=1, batch_size=2), {"num_layers": COUNT, "seed": SEED, "steps": COUNT, "lr": BASE, "batch_size": COUNT, "eval_every": COUNT, "progress": FLAG, "threads": COUNT, "dtype": ["float16"]}),
     "mhattn.learn.train.initial_model": (trainer.initial_model, dict(num_layers=1, seed=0), {"num_layers": COUNT, "seed": SEED}),
     "mhattn.learn.train.keep_freed_memory": NO_ARGUMENTS,
+    "mhattn.learn.train.learning_rate_at": (trainer.learning_rate_at, dict(step=1, steps=10, lr=0.1), {"step": [True, 1.5, 0, 11, "1"], "steps": COUNT, "lr": BASE, "warmup": [True, -1, 1.5], "final_fraction": [True, float("nan"), -0.1, 1.5, "x"]}),
     "mhattn.learn.cli.main": "argv: every option is attacked through argparse in tests/test_train.py and test_cli_first_run.py",
     "mhattn.learn.cli.parse": "argv: every option is attacked through argparse in tests/test_train.py",
     "mhattn.learn.cli.parser": NO_ARGUMENTS,
@@ -237,12 +275,18 @@ DOORS |= {
     "mhattn.explorer.frame.rope_fits": "the explorer's menus: read from checked settings",
     "mhattn.explorer.frame.position_choices": "the explorer's menus: read from checked settings",
     "mhattn.explorer.frame.random_tokens": "the explorer's own data: seed and sizes from a checked State",
+    "mhattn.explorer.controls.LatestWins": (controls.LatestWins, dict(work=print), {"work": [None, 3], "background": FLAG}),
+    "mhattn.explorer.controls.LatestWins.wait": (lambda **kw: controls.LatestWins(print).wait(**kw), dict(timeout=0.1), {"timeout": [True, "1", float("nan"), -1.0]}),
+    "mhattn.pictures.exercises.exercise": (exercises.exercise, dict(number=1, crash_hint="a hint"), {"number": COUNT, "crash_hint": ["", None, 3]}),
+    "mhattn.pictures.exercises.NotYet": "an exception: not_yet raises it, the checker that exercise() builds catches it",
+    "mhattn.pictures.exercises.not_yet": "takes any value: only the placeholder ... is special",
 }
 PARTS_OF_THE_WIDGET = "the explorer's widget and drawing: they show a Frame that compute_frame checked"
 for _name in ("explorer.draw.panel_layout", "explorer.draw.colormap", "explorer.draw.FrameDrawing",
               "explorer.draw.FrameDrawing.draw", "explorer.draw.FrameDrawing.min_font_px", "explorer.text.readout_html",
               "explorer.text.explanation_html", "explorer.controls.Explorer", "explorer.controls.Explorer.display_outputs",
               "explorer.controls.Explorer.static_copy_metadata", "explorer.controls.Explorer.current_state",
+              "explorer.controls.Explorer.current_state_and_note",
               "explorer.controls.Explorer.update", "explorer.controls.explorer", "explorer.fixed.IntSlider",
               "explorer.fixed.BoundedIntText", "explorer.fixed.Dropdown", "explorer.fixed.ToggleButtons"):
     DOORS[f"mhattn.{_name}"] = PARTS_OF_THE_WIDGET + " (tests/test_widgets.py knocks on explorer())"

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention
-from mhattn.engine import flash_attention
+from mhattn.engine import blockwise_attention, flash_attention
 from mhattn.engine.flash import attention_in_tiles
 
 rng = np.random.default_rng(20230714)
@@ -101,6 +101,13 @@ def test_scores_that_overflow_raise_like_the_teaching_path():
         scaled_dot_product_attention(Q, K, V)
     with pytest.raises(FloatingPointError, match="overflowed float64: .* a score q.k/sqrt\\(d_k\\) went beyond"):
         flash_attention(Q, K, V)
+
+
+@pytest.mark.parametrize("attend", [flash_attention, blockwise_attention, scaled_dot_product_attention])
+def test_an_overflow_names_the_function_that_was_called(attend):
+    Q, K, V = random_qkv(rng, (3, 4), (5, 4))
+    with raises(FloatingPointError, f"{attend.__name__} overflowed float64: the inputs are finite, but a score"):
+        attend(Q * 1e200, K * 1e200, V)
 
 
 def test_scores_that_overflow_only_where_masked_are_fine():

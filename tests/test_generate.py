@@ -1,5 +1,7 @@
 """Decoding with one KV cache per layer writes exactly what recomputing the whole prefix writes."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,9 @@ def test_generation_fills_the_context_and_no_further(model):
         ({"temperature": "hot"}, TypeError, "temperature must be a float >= 0; got 'hot'"),
         ({"seed": -1}, ValueError, "seed must be an int"),
         ({"use_cache": "yes"}, TypeError, "use_cache must be True or False"),
+        ({"temperature": True}, TypeError, "temperature must be a float >= 0; got True"),  # True is not 1.0
+        ({"temperature": "1.5"}, TypeError, "temperature must be a float >= 0; got '1.5'"),
+        ({"temperature": float("nan")}, ValueError, "temperature must be a finite float >= 0; got nan"),
     ],
 )
 def test_generate_rejects_bad_arguments(model, kwargs, error, message):
@@ -68,3 +73,17 @@ def test_generate_rejects_bad_arguments(model, kwargs, error, message):
 def test_generate_rejects_a_batch_of_prompts(model):
     with pytest.raises(ValueError, match="prompt must be one sequence"):
         generate(model, [[1, 2], [3, 4]], 3)
+
+
+@pytest.mark.parametrize(
+    ("model_or_none", "prompt", "error", "message"),
+    [
+        (None, [1, 2], TypeError, "model must be an mhattn InductionModel; got None"),
+        ("model", [1.5, 2], TypeError, "prompt must be integer ids"),
+        ("model", [], ValueError, "prompt must be integer ids"),
+        ("model", [1, 40], ValueError, "prompt must be integer ids in [0, 32)"),
+    ],
+)
+def test_generate_names_the_model_and_the_prompt(model, model_or_none, prompt, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        generate(model if model_or_none == "model" else model_or_none, prompt, 3)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mhattn.core import grad
-from mhattn.core.positions import apply_rope
+from mhattn.core.positions import apply_rope, apply_rope_interleaved
 
 RNG = np.random.default_rng(0)
 
@@ -18,6 +18,26 @@ def test_rope_vjp_of_uint32_positions_is_the_rotation_by_minus_positions():
     positions = np.array([0, 1, 5], dtype=np.uint32)  # -positions would wrap to 2**32 - p
     expected = apply_rope(d, -positions.astype(np.int64))  # R(p)^T = R(-p)
     np.testing.assert_allclose(grad.rope_vjp(d, positions), expected, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("positions", [np.array([0, 1, 5], dtype=np.uint32), np.array([[0, 1, 5], [7, 8, 9]])])
+def test_rope_interleaved_vjp_is_the_adjoint_of_the_rotation(positions):
+    """<R x, d> = <x, R^T d> for every x and d: the definition of the vjp, with no negation written here."""
+    x, d = RNG.standard_normal((2, 2, 3, 4)), RNG.standard_normal((2, 2, 3, 4))
+    forward = np.sum(apply_rope_interleaved(x, positions.astype(np.int64)) * d)
+    np.testing.assert_allclose(np.sum(x * grad.rope_interleaved_vjp(d, positions)), forward, rtol=1e-13)
+
+
+@pytest.mark.parametrize(("d_rotated", "positions", "name"), [
+    (np.ones((3, 4)), np.array([0, 1, np.iinfo(np.int64).min]), "positions"),  # -int64.min wraps to itself
+    (np.ones((3, 4)), np.array([0.0, 1.0, 2.0]), "positions"),
+    (np.ones((3, 4)), np.arange(4), "positions"),
+    (np.ones((3, 3)), np.arange(3), "d_rotated"),  # odd d_k: no pairs
+    (np.full((3, 4), np.nan), np.arange(3), "d_rotated"),
+])
+def test_rope_interleaved_vjp_refuses_before_negating(d_rotated, positions, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        grad.rope_interleaved_vjp(d_rotated, positions)
 
 
 @pytest.mark.parametrize(("positions", "base", "name"), [

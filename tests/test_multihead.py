@@ -425,6 +425,27 @@ def test_reassigned_weights_must_be_numbers(mha):
         mha(np.zeros((1, 3, 8)))
 
 
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"rope": True}, "rope=True needs an even d_k = d_model // num_heads (RoPE turns pairs of coordinates); "
+                         "got d_k = 3"),
+        ({"rope_base": -1.0}, "rope_base must be a positive, finite float (10000.0 is usual); got -1.0"),
+        ({"rope_base": float("nan")}, "rope_base must be a positive, finite float (10000.0 is usual); got nan"),
+        ({"rope": True, "rope_pairing": "sideways"}, "rope must be True or False, 'half'"),
+        ({"rope": "yes"}, "rope must be True or False, 'half'"),
+    ],
+)
+@pytest.mark.parametrize("call", ["forward", "vjp"])
+def test_rope_attributes_changed_after_construction_are_checked_when_used(settings, message, call):
+    mha = MultiHeadAttention(6, 2)  # d_k = 3: RoPE cannot pair its coordinates
+    for name, value in settings.items():
+        setattr(mha, name, value)
+    with raises(ValueError, message) as error:
+        getattr(mha, call)(np.zeros((1, 3, 6)))
+    assert "this module's RoPE attributes" in str(error.value)
+
+
 # --- dtypes and overflow messages -------------------------------------------------------------
 
 

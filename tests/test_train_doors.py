@@ -6,6 +6,7 @@ docstring names.
 """
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -180,3 +181,31 @@ def test_the_loss_names_a_nan_parameter_instead_of_returning_nan():
     tokens, n, *_ = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
     with pytest.raises(ValueError, match="unembed must be finite"):
         loss_and_grads(model, tokens, n, np.float64)
+
+
+# --- the step-size schedule ---------------------------------------------------------------------
+
+
+def test_the_schedule_rises_linearly_then_falls_along_a_cosine_to_its_final_fraction():
+    lr, warmup, steps, final = 0.2, 10, 110, 0.1
+    at = [trainer.learning_rate_at(t, steps, lr, warmup, final) for t in (1, 5, 10, 60, 110)]
+    middle = lr * (final + (1 - final) / 2)  # halfway down the cosine: cos(pi / 2) = 0
+    np.testing.assert_allclose(at, [lr / 10, lr / 2, lr, middle, final * lr], rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"step": 0}, ValueError, "step must be an int in [1, steps = 10] (counted from 1); got 0"),
+        ({"step": 11}, ValueError, "step must be an int in [1, steps = 10] (counted from 1); got 11"),
+        ({"step": True}, TypeError, "step must be an int in [1, steps = 10]; got True"),
+        ({"steps": 0}, ValueError, "steps must be a positive int; got 0"),
+        ({"lr": -0.1}, ValueError, "lr must be a finite float > 0; got -0.1"),
+        ({"warmup": -1}, ValueError, "warmup must be an int >= 0; got -1"),
+        ({"final_fraction": float("nan")}, ValueError, "final_fraction must be a float in [0, 1]; got nan"),
+        ({"final_fraction": 2}, ValueError, "final_fraction must be a float in [0, 1]; got 2.0"),
+    ],
+)
+def test_the_schedule_refuses_a_step_outside_the_run(kwargs, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        trainer.learning_rate_at(**({"step": 1, "steps": 10, "lr": 0.1} | kwargs))

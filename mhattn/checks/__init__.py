@@ -93,6 +93,7 @@ from .values import (
     overflow_error,
     positive_int,
     real_array,
+    real_number,
     seed,
     wider_dtype_hint,
 )

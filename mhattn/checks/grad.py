@@ -6,7 +6,7 @@ broadcasting message, or a silent broadcast), a non-finite gradient, a head coun
 not divide the width. Arrays become float arrays as at every door (:func:`~.values.real_array`).
 """
 
-from .positions import position_array, rope_base_value
+from .positions import position_array, rope_base_value, rope_input
 from .values import compute_dtype, finite, ndim, positive_int, real_array
 
 
@@ -100,3 +100,9 @@ def rope_vjp_args(d_rotated, positions, base):
     return {"d_rotated": d_rotated.astype(dtype, copy=False), "positions": positions,
             "base": rope_base_value(base)}, result_dtype
 
+
+
+def rope_interleaved_vjp_args(d_rotated, positions, base):
+    """Arguments of :func:`mhattn.core.grad.rope_interleaved_vjp`: the forward's rules, checked before negating."""
+    arguments, result_dtype = rope_input("d_rotated", d_rotated, positions, base)  # int64 in [-2**53, 2**53]
+    return {"d_rotated": arguments.pop("x")} | arguments, result_dtype

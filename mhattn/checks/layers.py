@@ -31,8 +31,8 @@ def softmax_args(x, axis):
     return {"x": x.astype(dtype, copy=False), "axis": axis_index(axis, x.ndim, x.shape)}, result_dtype
 
 
-def attention_args(Q, K, V, mask, dropout_p, rng):
-    """Arguments of :func:`mhattn.scaled_dot_product_attention`."""
+def attention_args(Q, K, V, mask, dropout_p, rng, *, caller="scaled_dot_product_attention"):
+    """Arguments of :func:`mhattn.scaled_dot_product_attention` (or of ``caller``, named in an overflow error)."""
     Q, K, V = (real_array(name, a) for name, a in (("Q", Q), ("K", K), ("V", V)))
     for name, array in (("Q", Q), ("K", K), ("V", V)):
         if array.ndim < 2:
@@ -54,7 +54,7 @@ def attention_args(Q, K, V, mask, dropout_p, rng):
     mask = mask_array(mask, leading + (Q.shape[-2], K.shape[-2]))
     dropout_p, rng = dropout(dropout_p, rng)
     arrays = {name: a.astype(dtype, copy=False) for name, a in (("Q", Q), ("K", K), ("V", V))}
-    scores_fit("scaled_dot_product_attention", arrays["Q"], arrays["K"], mask)
+    scores_fit(caller, arrays["Q"], arrays["K"], mask)
     return arrays | {"mask": mask, "dropout_p": dropout_p, "rng": rng}, result_dtype
 
 

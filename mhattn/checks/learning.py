@@ -6,10 +6,14 @@ error names the argument (``layer``, ``head``, ``weights``, ``tokens``, ``target
 ``half_len`` or ``IndexError`` from inside.
 """
 
+import math
+
 import numpy as np
 
+from .model import parameters
 from .model import tokens as check_tokens
-from .values import finite, index, integer, number_array, positive_int, real_array
+from .positions import count
+from .values import finite, flag, index, integer, learning_rate, number_array, positive_int, real_array, real_number
 from .values import seed as check_seed
 
 
@@ -223,6 +227,151 @@ def claims_args(result):
     return {"result": result}, None
 
 
+def induction_loss_args(logits, tokens):
+    arguments, _ = token_loss_args(logits, tokens)
+    seq_len = arguments["tokens"].shape[1]
+    if seq_len % 2 or seq_len < 4:
+        raise ValueError(f"tokens must be two halves of h >= 2 tokens each (repeated_random_tokens), shape "
+                         f"(batch, 2h); got shape {arguments['tokens'].shape}")
+    return arguments, None
+
+
+def _lengths(name, value):
+    """Block lengths: a non-empty iterable of ints >= 1."""
+    return tuple(positive_int(name, n) for n in counts(name, value))
+
+
+def _longest_block(model, longest):
+    """Raise unless ``model.vocab`` holds ``longest`` distinct tokens, the longest block drawn."""
+    if longest > model.vocab:
+        raise ValueError(f"lengths must not exceed the model's vocab = {model.vocab} where they fit the context "
+                         f"(a block holds distinct tokens); got a block of {longest}")
+
+
+def offset_accuracy_args(model, lengths, per_cell, seed, gap):
+    model = model_like(model)
+    lengths, gap = _lengths("lengths", lengths), count("gap", gap)
+    if 2 * min(lengths) + gap > model.max_len:
+        raise ValueError(f"lengths and gap must leave room for a repeat: 2 * min(lengths) + gap <= max_len = "
+                         f"{model.max_len}; got min(lengths) = {min(lengths)}, gap = {gap}")
+    _longest_block(model, max(n for n in lengths if 2 * n + gap <= model.max_len))
+    return {"model": model, "lengths": lengths, "per_cell": positive_int("per_cell", per_cell),
+            "seed": check_seed(seed), "gap": gap}, None
+
+
+def gap_accuracy_args(model, gaps, lengths, num_sequences, seed):
+    model = model_like(model)
+    gaps, lengths = tuple(count("gaps", g) for g in counts("gaps", gaps)), _lengths("lengths", lengths)
+    if max(gaps) > model.max_len - 2:
+        raise ValueError(f"gaps must be in [0, max_len - 2 = {model.max_len - 2}] (room for a block of one token "
+                         f"and its repeat); got {max(gaps)}")
+    _longest_block(model, min(max(lengths), (model.max_len - min(gaps)) // 2))
+    return {"model": model, "gaps": gaps, "lengths": lengths,
+            "num_sequences": positive_int("num_sequences", num_sequences), "seed": check_seed(seed)}, None
+
+
+def previous_token_profile_args(model, layer, num_sequences, seed, at_start):
+    model = model_like(model)
+    return {"model": model, "layer": index("layer", layer, len(model.layers)),
+            "num_sequences": positive_int("num_sequences", num_sequences), "seed": check_seed(seed),
+            "at_start": flag("at_start", at_start)}, None
+
+
+def offset_repeats_args(rng, batch_size, offset, half_len, vocab):
+    offset, half_len, vocab = count("offset", offset), positive_int("half_len", half_len), positive_int("vocab", vocab)
+    if offset + half_len > vocab:
+        raise ValueError(f"offset + half_len must be <= vocab = {vocab} (those first tokens are all distinct); "
+                         f"got offset = {offset}, half_len = {half_len}")
+    return {"rng": rng_value("rng", rng), "batch_size": positive_int("batch_size", batch_size), "offset": offset,
+            "half_len": half_len, "vocab": vocab}, None
+
+
+def prefix_matching_by_offset_args(model, layer, half_len, num_sequences, seed):
+    model = model_like(model)
+    half_len = positive_int("half_len", half_len)
+    low, high = max(1, model.max_len - model.vocab), model.max_len // 2
+    if not low <= half_len <= high:
+        raise ValueError(f"half_len must be in [{low}, {high}] for max_len = {model.max_len} and vocab = "
+                         f"{model.vocab} (a repeat fits, and the tokens before the last offset's repeat are all "
+                         f"distinct); got {half_len}")
+    return {"model": model, "layer": index("layer", layer, len(model.layers)), "half_len": half_len,
+            "num_sequences": positive_int("num_sequences", num_sequences), "seed": check_seed(seed)}, None
+
+
+def composition_scores_args(model, kind, layer0, layer1):
+    if not isinstance(kind, str) or kind not in ("Q", "K", "V"):
+        error = ValueError if isinstance(kind, str) else TypeError
+        raise error(f"kind must be 'Q', 'K' or 'V'; got {kind!r}")
+    arguments, _ = k_composition_args(model, layer0, layer1)
+    return arguments | {"kind": kind}, None
+
+
+def composition_baseline_args(d_model, rank, draws, seed):
+    return {"d_model": positive_int("d_model", d_model), "rank": positive_int("rank", rank),
+            "draws": positive_int("draws", draws), "seed": check_seed(seed)}, None
+
+
+def key_path_args(model, tokens, heads):
+    model = model_like(model)
+    if len(model.layers) != 2:
+        raise ValueError(f"model must have two layers; got {len(model.layers)}")
+    tokens = model.check_tokens(tokens)
+    if tokens.ndim != 2:
+        raise ValueError(f"tokens must be a batch of shape (batch, seq_len); got shape {tokens.shape}")
+    return {"model": model, "tokens": tokens, "heads": head_indices(heads, model.num_heads)}, None
+
+
+def loss_report_args(model, num_sequences, seed):
+    model = model_like(model)
+    if model.max_len % 2 or model.max_len < 4 or model.max_len // 2 > model.vocab:
+        raise ValueError(f"model must have an even max_len >= 4 and max_len // 2 <= vocab (repeated random tokens "
+                         f"fill its context with two halves of distinct tokens); got max_len = {model.max_len}, "
+                         f"vocab = {model.vocab}")
+    return {"model": model, "num_sequences": positive_int("num_sequences", num_sequences),
+            "seed": check_seed(seed)}, None
+
+
+# --- mhattn.learn.generate, task and train ------------------------------------------------------
+
+
+def generate_args(model, prompt, num_tokens, temperature, seed, use_cache):
+    model = model_like(model)
+    parameters(model)
+    prompt = check_tokens(prompt, model.vocab, model.max_len, "prompt")
+    if prompt.ndim != 1:
+        raise ValueError(f"prompt must be one sequence of token ids, shape (prompt_len,); got shape {prompt.shape}")
+    num_tokens = integer("num_tokens", num_tokens, "an int >= 0")
+    if num_tokens < 0 or len(prompt) + num_tokens > model.max_len + 1:
+        raise ValueError(f"num_tokens must be in [0, max_len + 1 - prompt_len = {model.max_len + 1 - len(prompt)}]; "
+                         f"got {num_tokens}")
+    temperature = real_number("temperature", temperature, "a float >= 0")
+    if not (math.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature must be a finite float >= 0; got {temperature}")
+    return {"model": model, "prompt": prompt, "num_tokens": num_tokens, "temperature": temperature,
+            "seed": check_seed(seed), "use_cache": flag("use_cache", use_cache)}, None
+
+
+def layout_args(rng, n, offset, gap, vocab, max_len):
+    """:func:`mhattn.learn.task.layout`'s generator, sizes and plain arrays (its own check reads their shapes)."""
+    arrays = {name: number_array(name, value) for name, value in (("n", n), ("offset", offset), ("gap", gap))}
+    return {"rng": rng_value("rng", rng), **arrays, "vocab": positive_int("vocab", vocab),
+            "max_len": positive_int("max_len", max_len)}, None
+
+
+def schedule_args(step, steps, lr, warmup, final_fraction):
+    """Arguments of :func:`mhattn.learn.train.learning_rate_at`: a step in ``[1, steps]``, a step size, a shape."""
+    steps = positive_int("steps", steps)
+    expected = f"an int in [1, steps = {steps}]"
+    step = integer("step", step, expected)
+    if not 1 <= step <= steps:
+        raise ValueError(f"step must be {expected} (counted from 1); got {step}")
+    final_fraction = real_number("final_fraction", final_fraction, "a float in [0, 1]")
+    if not 0 <= final_fraction <= 1:
+        raise ValueError(f"final_fraction must be a float in [0, 1]; got {final_fraction}")
+    return {"step": step, "steps": steps, "lr": learning_rate(lr), "warmup": count("warmup", warmup),
+            "final_fraction": final_fraction}, None
+
+
 # --- mhattn.learn.several_heads and mhattn.learn.losses ----------------------------------------
 
 
@@ -278,11 +427,16 @@ def logits_with_weights_args(model, tokens, weights):
 
 def without_heads_args(model, heads):
     model = model_like(model, "TwoSlotModel")
+    return {"model": model, "heads": head_indices(heads, model.num_heads)}, None
+
+
+def head_indices(heads, num_heads):
+    """``heads`` as a list of head indices in ``[0, num_heads)``, or a clear error naming ``heads``."""
     try:
         items = list(heads)
     except TypeError:
         raise TypeError(f"heads must be an iterable of head indices, e.g. [0]; got {heads!r}") from None
-    return {"model": model, "heads": [index("heads", head, model.num_heads) for head in items]}, None
+    return [index("heads", head, num_heads) for head in items]
 
 
 def experiment_args(head_counts, seeds, num_sequences):

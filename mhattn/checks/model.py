@@ -33,26 +33,26 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SAVEZ_KEYWORDS = ("file", "allow_pickle", "args", "kwds")  # np.savez's own parameters
 
 
-def tokens(value, vocab, max_len):
-    """``value`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
+def tokens(value, vocab, max_len, name="tokens"):
+    """``value`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error naming ``name``."""
     expected = f"integer ids in [0, {vocab}), shape (seq_len,) or (batch, seq_len), 1 <= seq_len <= max_len = {max_len}"
     if isinstance(value, np.ma.MaskedArray):
-        raise TypeError(f"tokens must be {expected} in a plain ndarray, not a masked array (its mask would be lost)")
+        raise TypeError(f"{name} must be {expected} in a plain ndarray, not a masked array (its mask would be lost)")
     try:
         array = np.asarray(value)
     except ValueError:
-        raise ValueError(f"tokens must be {expected}; got a ragged nested sequence (rows of different lengths): "
+        raise ValueError(f"{name} must be {expected}; got a ragged nested sequence (rows of different lengths): "
                          "pad them to one length, or pass one sequence at a time") from None
     if array.ndim not in (1, 2):
-        raise ValueError(f"tokens must be {expected}; got shape {array.shape}")
+        raise ValueError(f"{name} must be {expected}; got shape {array.shape}")
     if array.shape[-1] == 0 or array.shape[-1] > max_len:
-        raise ValueError(f"tokens must be {expected}; got seq_len = {array.shape[-1]} (shape {array.shape})")
+        raise ValueError(f"{name} must be {expected}; got seq_len = {array.shape[-1]} (shape {array.shape})")
     if array.size == 0:
-        raise ValueError(f"tokens must be {expected}, at least one sequence; got shape {array.shape}")
+        raise ValueError(f"{name} must be {expected}, at least one sequence; got shape {array.shape}")
     if array.dtype.kind not in "iu":
-        raise TypeError(f"tokens must be {expected}; got dtype {array.dtype}")
+        raise TypeError(f"{name} must be {expected}; got dtype {array.dtype}")
     if array.min() < 0 or array.max() >= vocab:
-        raise ValueError(f"tokens must be {expected}; got values {array.min()} to {array.max()}")
+        raise ValueError(f"{name} must be {expected}; got values {array.min()} to {array.max()}")
     return array
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .layers import scores_fit
-from .positions import module_positions
+from .positions import module_positions, rope_settings
 from .values import compute_dtype, finite, flag, mask_array, ndim, positive_int, real_array
 
 
@@ -182,6 +182,7 @@ def module_mask(value, scores_shape):
 
 def forward_args(self, x, mask, need_weights, context, kv_cache, positions=None):
     """Arguments of :meth:`mhattn.MultiHeadAttention.forward`."""
+    _rope_attributes(self)
     x = _tokens("x", x, self.d_model)
     need_weights = flag("need_weights", need_weights)
     if context is not None:
@@ -224,6 +225,19 @@ def forward_args(self, x, mask, need_weights, context, kv_cache, positions=None)
     arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights, "positions": positions}
     guard = contextlib.nullcontext() if kv_cache is None else kv_cache.undo_on_error()  # a failed step is undone
     return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype, guard
+
+
+def _rope_attributes(self):
+    """Check the module's RoPE attributes again: they can be set after construction (``mha.rope = True``)."""
+    rope, pairing, base = self.rope, getattr(self, "rope_pairing", None), self.rope_base
+    try:
+        rope_settings(pairing or rope, base, self.d_k)
+    except (TypeError, ValueError) as error:
+        raise type(error)(
+            f"this module's RoPE attributes (rope={rope!r}, rope_pairing={pairing!r}, rope_base={base!r}, "
+            f"d_k={self.d_k}) cannot run: {error}. Build a new MultiHeadAttention(..., rope=..., rope_base=...) "
+            "instead of changing them"
+        ) from None
 
 
 def _is_kv_cache(value):

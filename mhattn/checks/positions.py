@@ -18,21 +18,26 @@ def sinusoidal_args(seq_len, d_model, base):
 
 
 def rope_args(x, positions, base):
-    x = real_array("x", x)
+    return rope_input("x", x, positions, base)
+
+
+def rope_input(name, x, positions, base):
+    """The arguments of a RoPE rotation of the array ``x`` (called ``name`` in the messages)."""
+    x = real_array(name, x)
     if x.ndim < 2:
-        raise ValueError(f"x must have shape (..., seq_len, d_k); got shape {x.shape}")
+        raise ValueError(f"{name} must have shape (..., seq_len, d_k); got shape {x.shape}")
     d_k = x.shape[-1]
     if d_k % 2 or d_k == 0:
         raise ValueError(
-            f"d_k (the last axis of x) must be even and positive: RoPE turns pairs of coordinates; got x of shape "
-            f"{x.shape}, d_k = {d_k}"
+            f"d_k (the last axis of {name}) must be even and positive: RoPE turns pairs of coordinates; got {name} of "
+            f"shape {x.shape}, d_k = {d_k}"
         )
-    finite("x", x)
+    finite(name, x)
     if np.ndim(positions) == 2:  # one row of positions per sequence of the batch
         if x.ndim != 4:
             raise ValueError(
-                f"positions must be 1-D (seq_len,), or (batch, seq_len) for x of shape (batch, heads, seq_len, d_k); "
-                f"got positions of shape {np.shape(positions)} for x of shape {x.shape}"
+                f"positions must be 1-D (seq_len,), or (batch, seq_len) for {name} of shape (batch, heads, seq_len, "
+                f"d_k); got positions of shape {np.shape(positions)} for {name} of shape {x.shape}"
             )
         positions = batch_positions(positions, x.shape[0], x.shape[-2])
     else:

@@ -40,6 +40,13 @@ def integer(name, value, expected):
     return int(value)
 
 
+def real_number(name, value, expected):
+    """``value`` as a ``float``; ``TypeError`` unless it is a real number (a bool is not). ``expected`` says which."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be {expected}; got {value!r} of type {type(value).__name__}")
+    return float(value)
+
+
 def index(name, value, count):
     """``value`` as an index in ``[0, count)``, or raise: no negative index counts from the end here."""
     expected = f"an int in [0, {count - 1}]"
@@ -170,11 +177,10 @@ def overflow_error(name, dtype, what="an intermediate value (a score q.k/sqrt(d_
 
 def learning_rate(lr):
     """``lr`` as a float, or raise unless it is a finite number > 0 (a negative step climbs the loss)."""
-    if isinstance(lr, (bool, np.bool_)) or not isinstance(lr, numbers.Real):
-        raise TypeError(f"lr must be a finite float > 0; got {lr!r} of type {type(lr).__name__}")
+    lr = real_number("lr", lr, "a finite float > 0")
     if not (math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a finite float > 0; got {lr}")
-    return float(lr)
+    return lr
 
 
 def float_dtype(dtype):

@@ -36,6 +36,7 @@ from ..checks.grad import (
     combine_heads_vjp_args,
     linear_vjp_args,
     repeat_kv_vjp_args,
+    rope_interleaved_vjp_args,
     rope_vjp_args,
     softmax_vjp_args,
     split_heads_vjp_args,
@@ -230,6 +231,7 @@ def rope_vjp(d_rotated, positions, base=10000.0):
     return apply_rope(d_rotated, -positions, base)  # (..., seq_len, d_k): R(p)^T = R(-p)
 
 
+@checked(rope_interleaved_vjp_args)
 def rope_interleaved_vjp(d_rotated, positions, base=10000.0):
     r"""Backward of ``rotated = apply_rope_interleaved(x, positions, base)``: RoPE at ``-positions``.
 

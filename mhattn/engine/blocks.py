@@ -54,7 +54,8 @@ BLOCK_SCORES = 2**18
 
 def blockwise_args(Q, K, V, mask, block_size, need_weights):
     """Arguments of :func:`blockwise_attention`: those of the teaching path, and two more."""
-    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 becomes float32
+    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None,  # float16 becomes float32
+                                                    caller="blockwise_attention")
     del arguments["dropout_p"], arguments["rng"]
     block_size = None if block_size is None else checks.positive_int("block_size", block_size)
     need_weights = checks.flag("need_weights", need_weights)

@@ -104,7 +104,8 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal
             "mask must be None when is_causal=True (is_causal builds each tile's causal mask itself); "
             f"got a mask of shape {np.shape(mask)}. Pass one or the other, or combine them into one mask"
         )
-    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None)  # float16 arrives as float32
+    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None,  # float16 arrives as float32
+                                                    caller="flash_attention")
     output, lse = attention_in_tiles(
         arguments["Q"],
         arguments["K"],

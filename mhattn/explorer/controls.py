@@ -16,10 +16,12 @@ nbconvert --to html``, JupyterLab before the notebook is trusted). Where the liv
 renders, a style sheet inside it hides that copy.
 """
 
+import math
 import sys
 import threading
 import traceback
 
+from .. import checks
 from ..checks.optional import require
 from ..learn.model import load_trained
 from .draw import DPI, FIGSIZE, FrameDrawing
@@ -74,7 +76,9 @@ class LatestWins:
     """
 
     def __init__(self, work, background=False):
-        self._work, self._background = work, background
+        if not callable(work):
+            raise TypeError(f"work must be a function of one item; got {work!r} of type {type(work).__name__}")
+        self._work, self._background = work, checks.flag("background", background)
         self._idle = threading.Condition()
         self._pending, self._running = _NOTHING, False
         self.done, self.dropped, self.error = 0, 0, None
@@ -93,7 +97,11 @@ class LatestWins:
             self._drain()
 
     def wait(self, timeout=None):
-        """Block until nothing is being worked on or waits; True if so before ``timeout`` seconds."""
+        """Block until nothing is being worked on or waits; True if so before ``timeout`` seconds (None: no limit)."""
+        if timeout is not None:
+            timeout = checks.real_number("timeout", timeout, "None or a number of seconds >= 0")
+            if math.isnan(timeout) or timeout < 0:
+                raise ValueError(f"timeout must be None or a number of seconds >= 0; got {timeout}")
         with self._idle:
             return self._idle.wait_for(lambda: not self._running, timeout)
 

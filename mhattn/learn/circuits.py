@@ -25,7 +25,6 @@ https://transformer-circuits.pub/2021/framework/index.html. Olsson et al. (2022)
 
 import numpy as np
 
-from .. import checks
 from ..checks import checked, learning
 from .task import accuracy, induction_batch, layout
 
@@ -263,11 +262,13 @@ def in_context_learning_score(logits, tokens, early, late):
     return float(losses[:, late - 1].mean() - losses[:, early - 1].mean())
 
 
+@checked(learning.icl_tokens_args)
 def mid_context_token(max_len):
     """The token halfway through the context, ``max_len // 2`` (16 of 32): between :func:`icl_tokens`' two."""
     return max_len // 2
 
 
+@checked(learning.induction_loss_args)
 def induction_loss(logits, tokens):
     """Mean loss of the predictable half of repeated random tokens (:func:`repeated_random_tokens`).
 
@@ -392,6 +393,7 @@ def claims(result):
 # --- where the repeat sits: accuracy, position profile, prefix matching by offset -------------
 
 
+@checked(learning.offset_accuracy_args, results_finite=False)  # NaN: a cell whose repeat does not fit
 def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0):
     """Accuracy on the second copy for every block length and every offset that fits: ``(lengths, offsets)``.
 
@@ -400,7 +402,6 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
     Offsets run from 0 to ``max_len - 2 * min(lengths) - gap``; a cell whose repeat does not fit
     is NaN.
     """
-    lengths = [checks.positive_int("length", int(n)) for n in lengths]
     rng = np.random.default_rng(seed)
     offsets = model.max_len - 2 * min(lengths) - gap + 1
     table = np.full((len(lengths), offsets), np.nan)
@@ -412,6 +413,7 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
     return table
 
 
+@checked(learning.gap_accuracy_args)
 def gap_accuracy(model, gaps=range(2, 9), lengths=range(4, 13), *, num_sequences=1024, seed=12):
     """Accuracy per gap: lengths uniform in ``lengths`` (shortened where the gap leaves no room), offsets uniform."""
     rng = np.random.default_rng(seed)
@@ -425,6 +427,7 @@ def gap_accuracy(model, gaps=range(2, 9), lengths=range(4, 13), *, num_sequences
     return result
 
 
+@checked(learning.previous_token_profile_args, results_finite=False)  # NaN at position 0
 def previous_token_profile(model, layer=0, *, num_sequences=1024, seed=13, at_start=False):
     """The weight each head of ``layer`` puts on ``t - 1``, per query position ``t``: ``(num_heads, max_len)``.
 
@@ -440,15 +443,14 @@ def previous_token_profile(model, layer=0, *, num_sequences=1024, seed=13, at_st
     return profile
 
 
+@checked(learning.offset_repeats_args)
 def offset_repeats(rng, batch_size, offset, half_len, vocab):
     """``offset`` random tokens, then :func:`repeated_random_tokens`; the first ``offset + half_len`` all distinct."""
-    if offset < 0 or half_len < 1 or offset + half_len > vocab:
-        raise ValueError(f"need offset >= 0, half_len >= 1 and offset + half_len <= vocab = {vocab}; "
-                         f"got {offset}, {half_len}")
     first = rng.permuted(np.tile(np.arange(vocab), (batch_size, 1)), axis=1)[:, : offset + half_len]
     return np.concatenate([first, first[:, offset:]], axis=1)  # (batch, offset + 2 * half_len)
 
 
+@checked(learning.prefix_matching_by_offset_args)
 def prefix_matching_by_offset(model, layer=1, *, half_len=8, num_sequences=256, seed=14):
     """Prefix-matching score per offset and head: ``(offsets, num_heads)``, offsets ``0 .. max_len - 2 half_len``.
 
@@ -466,6 +468,7 @@ def prefix_matching_by_offset(model, layer=1, *, half_len=8, num_sequences=256, 
 # --- composition against chance, and a path ablation --------------------------------------------
 
 
+@checked(learning.composition_scores_args)
 def composition_scores(model, kind, layer0=0, layer1=1):
     r"""Q-, K- or V-composition of every head of ``layer0`` into every head of ``layer1``: ``(num_heads, num_heads)``.
 
@@ -474,8 +477,6 @@ def composition_scores(model, kind, layer0=0, layer1=1):
     :math:`W_Q W_K^\top` (its queries), for ``"V"`` :math:`W_V W_O` (its values), as in
     Elhage et al. (2021). ``"K"`` equals :func:`k_composition_scores`.
     """
-    if kind not in ("Q", "K", "V"):
-        raise ValueError(f"kind must be 'Q', 'K' or 'V'; got {kind!r}")
     table = np.zeros((model.num_heads, model.num_heads))
     for h0 in range(model.num_heads):
         _, _, W_v0, W_o0 = head_weights(model, layer0, h0)
@@ -486,6 +487,7 @@ def composition_scores(model, kind, layer0=0, layer1=1):
     return table
 
 
+@checked(learning.composition_baseline_args)
 def composition_baseline(d_model, rank, *, draws=2000, seed=0):
     """Mean and standard deviation of :func:`composition_score` for two independent random rank-``rank`` maps.
 
@@ -501,6 +503,7 @@ def composition_baseline(d_model, rank, *, draws=2000, seed=0):
     return float(scores.mean()), float(scores.std())
 
 
+@checked(learning.key_path_args)
 def forward_without_key_path(model, tokens, heads):
     """Logits of a two-layer model whose layer 1 reads its *keys* without the output of layer-0 ``heads``.
 
@@ -518,9 +521,6 @@ def forward_without_key_path(model, tokens, heads):
     -------
     ndarray of shape ``(batch, seq_len, vocab)``
     """
-    if len(model.layers) != 2:
-        raise ValueError(f"model must have two layers; got {len(model.layers)}")
-    tokens = model.check_tokens(tokens)
     seq_len = tokens.shape[-1]
     mask = np.tri(seq_len, dtype=bool)  # (seq_len, seq_len): causal
     h0 = model.embed[tokens] + model.pos[:seq_len]  # (batch, seq_len, d_model)
@@ -541,6 +541,7 @@ def forward_without_key_path(model, tokens, heads):
 # --- losses on the training distribution ---------------------------------------------------------
 
 
+@checked(learning.loss_report_args)
 def loss_report(model, *, num_sequences=1024, seed=15):
     """The ICL score where Olsson et al. compute it, on the training distribution, and the induction loss.
 
@@ -548,7 +549,8 @@ def loss_report(model, *, num_sequences=1024, seed=15):
     :func:`icl_tokens` and :func:`mid_context_token` on fresh :func:`induction_batch`
     sequences), ``icl_score`` (late minus early there), ``induction_loss``
     (:func:`induction_loss` on repeated random tokens) and ``repeated_icl_score`` (late minus
-    early on those).
+    early on those). The repeated tokens fill the context with two halves of distinct tokens, so
+    the model's ``max_len`` must be even and at most twice its ``vocab``.
     """
     rng = np.random.default_rng(seed)
     tokens = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)[0]

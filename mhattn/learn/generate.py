@@ -13,11 +13,12 @@ against the cached keys instead of a forward pass over the whole prefix.
 
 import numpy as np
 
-from .. import checks
+from ..checks import checked, learning
 from ..core.softmax import softmax
 from ..engine.kv_cache import KVCache
 
 
+@checked(learning.generate_args)
 def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=True):
     """The ``num_tokens`` tokens the model writes after ``prompt``.
 
@@ -43,17 +44,7 @@ def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=Tr
     -------
     ndarray of int, shape ``(num_tokens,)``
     """
-    prompt = model.check_tokens(prompt)
-    if prompt.ndim != 1:
-        raise ValueError(f"prompt must be one sequence of token ids, shape (prompt_len,); got shape {prompt.shape}")
-    num_tokens = checks.integer("num_tokens", num_tokens, "an int >= 0")
-    if num_tokens < 0 or len(prompt) + num_tokens > model.max_len + 1:
-        raise ValueError(f"num_tokens must be in [0, max_len + 1 - prompt_len = {model.max_len + 1 - len(prompt)}]; "
-                         f"got {num_tokens}")
-    temperature = _temperature(temperature)
-    rng = np.random.default_rng(checks.seed(seed))
-    use_cache = checks.flag("use_cache", use_cache)
-    checks.parameters(model)
+    rng = np.random.default_rng(seed)
     step = _cached_steps(model) if use_cache else _full_steps(model)
     next(step)  # start the generator
     written = []
@@ -66,16 +57,6 @@ def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=Tr
         if i + 1 < num_tokens:
             logits = step.send(token)
     return np.array(written, dtype=np.int64)
-
-
-def _temperature(value):
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"temperature must be a float >= 0; got {value!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"temperature must be a finite float >= 0; got {value}")
-    return value
 
 
 def _choose(logits, temperature, rng):

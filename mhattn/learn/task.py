@@ -28,6 +28,7 @@ the first copy at position 0 and no gap (the layout of notebook 09's shortcut mo
 import numpy as np
 
 from .. import checks
+from ..checks import learning
 from .model import MAX_LEN, VOCAB
 
 GAP_PROBABILITY = 0.5  #: the share of sequences with random tokens between the two copies
@@ -86,6 +87,7 @@ def length_probabilities(max_len=MAX_LEN):
     return weights / weights.sum()
 
 
+@checks.checked(learning.layout_args)
 def layout(rng, n, offset, gap, *, vocab=VOCAB, max_len=MAX_LEN):
     """Tokens for a chosen ``(n, offset, gap)`` per sequence: random | block | random | block | random.
 

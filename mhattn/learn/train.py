@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from .. import checks
+from ..checks import learning
 from ..checks.optional import require
 from ..core.masks import causal_mask
 from .circuits import icl_tokens, induction_loss, mid_context_token, repeated_random_tokens, token_losses
@@ -96,6 +97,7 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     return loss, grads, logits
 
 
+@checks.checked(learning.schedule_args)
 def learning_rate_at(step, steps, lr, warmup=WARMUP, final_fraction=FINAL_LR_FRACTION):
     """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``."""
     if step <= warmup:

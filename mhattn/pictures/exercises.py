@@ -40,6 +40,9 @@ def exercise(number, *, crash_hint):
         raise TypeError(f"crash_hint must be a non-empty str; got {crash_hint!r}")
 
     def decorate(check):
+        if not callable(check):
+            raise TypeError(f"@exercise decorates a checker function; got {check!r} of type {type(check).__name__}")
+
         @functools.wraps(check)
         def run(answer):
             try:
