@@ -31,7 +31,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from mhattn.explorer import explorer  # noqa: E402
+from mhattn.explorer import compute_frame, explorer  # noqa: E402
 from mhattn.explorer.draw import DPI, FIGSIZE  # noqa: E402
 
 TARGET_MS = 250
@@ -39,7 +39,8 @@ TARGET_MS = 250
 
 def naive_update(ex):
     """Recompute, then draw all 9 panels on a brand-new pyplot figure, as PNG bytes."""
-    weights, allowed = ex.compute()  # (num_heads, seq_len, seq_len)
+    frame = compute_frame(ex.current_state())  # the numbers, recomputed
+    weights, allowed = frame.weights, np.broadcast_to(frame.allowed, frame.weights.shape)  # (num_heads, seq, seq)
     fig, axes = plt.subplots(2, 5, figsize=FIGSIZE, dpi=DPI)
     for h, ax in enumerate(axes[:, :4].ravel()):
         image = ax.imshow(np.ma.masked_array(weights[h], mask=~allowed[h]), cmap="Blues", vmin=0, vmax=1)
@@ -51,7 +52,7 @@ def naive_update(ex):
     for ax in axes[:, 4]:
         ax.remove()
     pca = fig.add_subplot(gs[:, 4])
-    start, end = ex.inputs_2d, ex.outputs_2d
+    start, end = frame.inputs_2d, frame.outputs_2d
     pca.scatter(*start.T, facecolors="white", edgecolors="C0")
     pca.scatter(*end.T, color="C0")
     pca.quiver(*start.T, *(end - start).T, angles="xy", scale_units="xy", scale=1)
@@ -102,8 +103,8 @@ def main():
                 times[name].append(time.perf_counter() - start)
     largest()
 
-    assert ex.seq_len.value == 32 and ex.num_heads.value == 8 and len(ex.head_images) == 8
-    assert trained.token_error is None and len(trained.shown_tokens) == 32
+    assert ex.seq_len.value == 32 and ex.num_heads.value == 8 and len(ex.drawing.head_images) == 8
+    assert trained.token_error is None and trained.frame.seq_len == 32
     size = f"{FIGSIZE[0] * DPI:.0f}x{FIGSIZE[1] * DPI:.0f} px"
     print(
         f"explorer update at d_model=64, num_heads=8, seq_len=32, {size} PNG, {rounds} rounds, "

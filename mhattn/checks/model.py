@@ -6,7 +6,6 @@ at the model's door, so that every error names what the caller passed: the token
 to ablate, a parameter by its checkpoint name, the checkpoint file.
 """
 
-import numbers
 import os
 import re
 import signal
@@ -18,7 +17,7 @@ import zlib
 
 import numpy as np
 
-from .values import finite
+from .values import finite, integer
 
 _LAYER_KEY = re.compile(r"layer(\d+)\.(.*)")
 _CANONICAL_LAYER = re.compile(r"0|[1-9]\d{0,5}")  # layer0 .. layer999999, no leading zero
@@ -58,9 +57,7 @@ def tokens(value, vocab, max_len, name="tokens"):
 
 def _index(name, value, count):
     allowed = "None or " if name == "head" else ""  # head=None: the whole layer
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        kind = type(value).__name__
-        raise TypeError(f"ablate: {name} must be {allowed}an int in [0, {count - 1}]; got {value!r} of type {kind}")
+    value = integer(f"ablate: {name}", value, f"{allowed}an int in [0, {count - 1}]")
     if not 0 <= value < count:
         raise ValueError(f"ablate: {name} must be {allowed}in [0, {count - 1}]; got {value}")
     return int(value)

@@ -4,7 +4,7 @@ import numbers
 
 import numpy as np
 
-from .values import compute_dtype, finite, number_array, positive_int, real_array
+from .values import compute_dtype, finite, integer, number_array, positive_int, real_array
 
 
 def angles_args(positions, d_k, base):
@@ -148,8 +148,8 @@ def rope_base_value(value, name="base"):
 
 
 def count(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= 0; got {value!r} of type {type(value).__name__}")
+    """``value`` as an int >= 0, or a clear error."""
+    value = integer(name, value, "an int >= 0")
     if value < 0:
         raise ValueError(f"{name} must be an int >= 0; got {value}")
     return int(value)

@@ -10,8 +10,7 @@ import numpy as np
 
 def positive_int(name, value):
     """Return ``value`` as an ``int``, or raise if it is not a positive integer."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive int; got {value!r} of type {type(value).__name__}")
+    value = integer(name, value, "a positive int")
     if value <= 0:
         raise ValueError(f"{name} must be a positive int; got {value}")
     return int(value)
@@ -26,8 +25,7 @@ def flag(name, value):
 
 def seed(value):
     """Return ``value`` as an ``int`` seed for ``np.random.RandomState``: 0 <= seed < 2**32."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"seed must be an int in [0, 2**32 - 1]; got {value!r} of type {type(value).__name__}")
+    value = integer("seed", value, "an int in [0, 2**32 - 1]")
     if not 0 <= value < 2**32:
         raise ValueError(f"seed must be an int in [0, 2**32 - 1]; got {value}")
     return int(value)
@@ -58,8 +56,7 @@ def index(name, value, count):
 
 def axis_index(value, ndim, shape):
     """Return ``value`` as an axis of an array of ``ndim`` axes, or raise."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"axis must be an int; got {value!r} of type {type(value).__name__}")
+    value = integer("axis", value, "an int")
     if not -ndim <= value < ndim:
         raise ValueError(f"axis must be in [-{ndim}, {ndim - 1}] for x of shape {shape}; got {value}")
     return int(value)
