@@ -291,9 +291,10 @@ def prefix_matching_by_offset_args(model, layer, half_len, num_sequences, seed):
     half_len = positive_int("half_len", half_len)
     low, high = max(1, model.max_len - model.vocab), model.max_len // 2
     if not low <= half_len <= high:
-        raise ValueError(f"half_len must be in [{low}, {high}] for max_len = {model.max_len} and vocab = "
-                         f"{model.vocab} (a repeat fits, and the tokens before the last offset's repeat are all "
-                         f"distinct); got {half_len}")
+        allowed = f"in [{low}, {high}]" if low <= high else "at least max_len - vocab, at most max_len // 2 (none is)"
+        raise ValueError(f"half_len must be {allowed} for max_len = {model.max_len} and vocab = {model.vocab} (a "
+                         f"repeat fits, and the tokens before the last offset's repeat are all distinct); got "
+                         f"{half_len}")
     return {"model": model, "layer": index("layer", layer, len(model.layers)), "half_len": half_len,
             "num_sequences": positive_int("num_sequences", num_sequences), "seed": check_seed(seed)}, None
 
