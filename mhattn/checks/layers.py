@@ -1,7 +1,6 @@
 """The arguments of the teaching path's functions: softmax, attention, the head split."""
 
 import math
-import numbers
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from .values import (
     overflow_error,
     positive_int,
     real_array,
+    real_number,
 )
 
 # --- the teaching functions' arguments ------------------------------------------------------
@@ -85,8 +85,7 @@ def scores_fit(name, Q, K, mask):
 
 def dropout(dropout_p, rng):
     """Check ``dropout_p`` in [0, 1) and ``rng``; return ``(dropout_p, rng)``."""
-    if isinstance(dropout_p, (bool, np.bool_)) or not isinstance(dropout_p, numbers.Real):
-        raise TypeError(f"dropout_p must be a float in [0, 1); got {dropout_p!r} of type {type(dropout_p).__name__}")
+    dropout_p = real_number("dropout_p", dropout_p, "a float in [0, 1)")
     if not 0 <= dropout_p < 1:
         raise ValueError(f"dropout_p must be a float in [0, 1); got {dropout_p}")
     if rng is not None and not isinstance(rng, np.random.Generator):

@@ -359,6 +359,62 @@ def layout_args(rng, n, offset, gap, vocab, max_len):
             "max_len": positive_int("max_len", max_len)}, None
 
 
+def _copies(batch, n, offset, gap):
+    """``n``, ``offset``, ``gap`` of a batch: ints >= 0, one per sequence ``(batch,)`` (offset and gap may be 0)."""
+    checked = {}
+    for name, value in (("n", n), ("offset", offset), ("gap", gap)):
+        array = number_array(name, value)
+        shapes = ((batch,),) if name == "n" else ((), (batch,))
+        if array.dtype.kind not in "iu" or array.shape not in shapes:
+            shape = "(batch,)" if name == "n" else "(batch,) or one int"
+            raise (TypeError if array.dtype.kind not in "iu" else ValueError)(
+                f"{name} must be ints of shape {shape}, batch = {batch}; got {array.dtype} of shape {array.shape}")
+        if array.size and array.min() < 0:
+            raise ValueError(f"{name} must be >= 0; got {array.min()}")
+        checked[name] = array
+    return checked
+
+
+def repeated_positions_args(n, max_len, offset, gap):
+    """Arguments of :func:`mhattn.learn.task.repeated_positions`."""
+    n = number_array("n", n)
+    return {"max_len": positive_int("max_len", max_len), **_copies(len(np.atleast_1d(n)), n, offset, gap)}, None
+
+
+def scored_tokens(tokens):
+    """A batch of token ids ``(batch, seq_len)``, ``seq_len >= 2``, or a clear error."""
+    array = number_array("tokens", tokens)
+    if array.dtype.kind not in "iu" or array.ndim != 2 or array.shape[1] < 2 or array.size == 0:
+        raise (TypeError if array.dtype.kind not in "iu" else ValueError)(
+            f"tokens must be ints of shape (batch, seq_len) with seq_len >= 2; got {array.dtype} "
+            f"of shape {array.shape}")
+    return array
+
+
+def determined_positions_args(tokens, n, offset, gap):
+    """Arguments of :func:`mhattn.learn.task.determined_positions`."""
+    tokens = scored_tokens(tokens)
+    return {"tokens": tokens, **_copies(len(tokens), n, offset, gap)}, None
+
+
+def task_accuracy_args(logits, tokens, n, offset, gap):
+    """Arguments of :func:`mhattn.learn.task.accuracy`: logits ``(batch, seq_len, vocab)`` beside the tokens."""
+    tokens = scored_tokens(tokens)
+    logits = real("logits", logits, 3, "(batch, seq_len, vocab)")
+    if logits.shape[:2] != tokens.shape:
+        raise ValueError(f"logits must have shape (batch, seq_len, vocab) with (batch, seq_len) = {tokens.shape} "
+                         f"of tokens; got shape {logits.shape}")
+    return {"logits": logits, "tokens": tokens, **_copies(len(tokens), n, offset, gap)}, None
+
+
+def block_lengths_args(max_len):
+    """Arguments of :func:`mhattn.learn.task.block_lengths`: a context of at least two tokens."""
+    max_len = positive_int("max_len", max_len)
+    if max_len < 2:
+        raise ValueError(f"max_len must be >= 2 (room for a block and its copy); got {max_len}")
+    return {"max_len": max_len}, None
+
+
 def schedule_args(step, steps, lr, warmup, final_fraction):
     """Arguments of :func:`mhattn.learn.train.learning_rate_at`: a step in ``[1, steps]``, a step size, a shape."""
     steps = positive_int("steps", steps)

@@ -1,10 +1,9 @@
 """The arguments of the positions functions (:mod:`mhattn.core.positions`) and of the module's RoPE options."""
 
-import numbers
 
 import numpy as np
 
-from .values import compute_dtype, finite, integer, number_array, positive_int, real_array
+from .values import compute_dtype, finite, integer, number_array, positive_int, real_array, real_number
 
 
 def angles_args(positions, d_k, base):
@@ -139,9 +138,7 @@ def rope_settings(rope, rope_base, d_k):
 
 
 def rope_base_value(value, name="base"):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        kind = type(value).__name__
-        raise TypeError(f"{name} must be a positive float (10000.0 is usual); got {value!r} of type {kind}")
+    value = real_number(name, value, "a positive float (10000.0 is usual)")
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a positive, finite float (10000.0 is usual); got {value}")
     return float(value)

@@ -1,7 +1,6 @@
 """Adam, the optimiser of notebooks 07 and 09."""
 
 import math
-import numbers
 
 import numpy as np
 
@@ -12,8 +11,7 @@ LEARNING_RATE = 3e-3  #: Adam's default step size
 
 def _fraction(name, value):
     """``value`` as a float in ``[0, 1)``: a moment's decay (1 would never move from 0, nor correct it)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a float in [0, 1); got {value!r} of type {type(value).__name__}")
+    value = checks.real_number(name, value, "a float in [0, 1)")
     if not 0 <= value < 1:
         raise ValueError(f"{name} must be a float in [0, 1); got {value}")
     return float(value)
@@ -42,8 +40,7 @@ class Adam:
     def __init__(self, params, lr=LEARNING_RATE, beta1=0.9, beta2=0.999, eps=1e-8):
         lr = checks.learning_rate(lr)
         beta1, beta2 = _fraction("beta1", beta1), _fraction("beta2", beta2)
-        if isinstance(eps, (bool, np.bool_)) or not isinstance(eps, numbers.Real):
-            raise TypeError(f"eps must be a finite float > 0; got {eps!r} of type {type(eps).__name__}")
+        eps = checks.real_number("eps", eps, "a finite float > 0")
         if not (math.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a finite float > 0; got {eps}")
         if not isinstance(params, dict) or not params:

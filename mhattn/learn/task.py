@@ -55,6 +55,7 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
         Each sequence's block length, the position of its first copy, and the number of
         random tokens between the copies (the second copy starts at ``offset + n + gap``).
     """
+    rng = learning.rng_value("rng", rng)
     batch_size = checks.positive_int("batch_size", batch_size)
     vocab = checks.positive_int("vocab", vocab)
     max_len = checks.positive_int("max_len", max_len)
@@ -76,11 +77,13 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
     return layout(rng, n, offset, gap, vocab=vocab, max_len=max_len), n, offset, gap
 
 
+@checks.checked(learning.block_lengths_args, results_finite=False)
 def block_lengths(max_len=MAX_LEN):
     """The block lengths :func:`induction_batch` draws: ``max(1, max_len // 8) .. max_len // 2``, an int array."""
     return np.arange(max(1, max_len // 8), max_len // 2 + 1)
 
 
+@checks.checked(learning.block_lengths_args, results_finite=False)
 def length_probabilities(max_len=MAX_LEN):
     """``P(n)`` for each of :func:`block_lengths`: proportional to ``1 / (n - 1)`` (``n = 1`` counts as 1)."""
     weights = 1.0 / np.maximum(block_lengths(max_len) - 1, 1)
@@ -125,6 +128,7 @@ def _check_layout(n, offset, gap, seq_len):
     return n, offset, gap
 
 
+@checks.checked(learning.repeated_positions_args, results_finite=False)
 def repeated_positions(n, max_len=MAX_LEN, offset=0, gap=0):
     """The second copy's positions whose next token is in the block: ``(batch, max_len)`` bool.
 
@@ -138,6 +142,7 @@ def repeated_positions(n, max_len=MAX_LEN, offset=0, gap=0):
     return (t >= start[:, None]) & (t <= start[:, None] + n[:, None] - 2)
 
 
+@checks.checked(learning.determined_positions_args, results_finite=False)
 def determined_positions(tokens, n, offset=0, gap=0):
     """The positions of the second copy whose next token the sequence so far determines.
 
@@ -165,6 +170,7 @@ def determined_positions(tokens, n, offset=0, gap=0):
     return repeated_positions(n, seq_len, offset, gap) & ~other_successor.any(axis=-1)
 
 
+@checks.checked(learning.task_accuracy_args, results_finite=False)
 def accuracy(logits, tokens, n, offset=0, gap=0):
     """Next-token accuracy on the determined positions (:func:`determined_positions`), each predicting ``t + 1``.
 
