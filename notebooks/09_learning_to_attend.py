@@ -281,13 +281,14 @@ print(
 print("h = 1e-2 is 1000 times worse:", errors_h[-1] > 1000 * errors_h.min())
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** The finite-difference check is only as good as its step: too small and
-# rounding dominates, too large and truncation does; the error is smallest near h =
-# ε^(1/3).
+# **Figure.** The central-difference check is only as good as its step: too small and
+# rounding dominates, too large and truncation does. The error is smallest within a
+# factor of ten of h = ε^(1/3), the dotted line.
 #
-# <!-- alt: Log-log V-shaped line of the worst relative error of 24 entries against step
-# h from 1e-9 to 1e-2: it falls from about 7e-7 to a minimum near 5e-11 at h = 3e-5,
-# just right of a dotted line at ε^(1/3), and rises again to 5e-6. -->
+# <!-- alt: A log-log curve of the worst relative error of 24 gradient entries against
+# the step h, from 1e-9 to 1e-2: it falls from the left, reaches its minimum in the
+# middle near a dotted vertical line at the cube root of machine epsilon, and rises
+# again to the right. -->
 
 # %% [markdown]
 # The tests go further (`tests/test_grad.py`): every entry, several shapes and masks,
@@ -502,15 +503,14 @@ print(
 )
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** Training the two-layer model: after about 350 steps a phase change, the
-# accuracy jumps above 0.9 as the induction heads form, and the in-context learning
-# score follows a few hundred steps later.
+# **Figure.** Training the two-layer model, step 1 left out. After a plateau the loss
+# drops and the accuracy jumps above 0.9 as the induction heads form. Dotted: chance;
+# dashed: the one-layer model at the end of its training.
 #
-# <!-- alt: Three line charts against training step 0 to 1200. Cross-entropy falls from
-# above 5 to about 3.4, then drops again near step 450 to about 2.75. Accuracy creeps to
-# 0.25, then jumps to 1 between steps 400 and 550. ICL score stays near -0.1 until step
-# 750, then falls to about -2.6. Grey dotted lines mark chance, orange dashed lines the
-# one-layer model. -->
+# <!-- alt: Two panels against the training step. Left, the loss falls from about 3.5 to
+# below 3 after a plateau; right, the accuracy sits near 0.1 on the plateau, then rises
+# steeply to nearly 1. A dotted line marks chance and a dashed orange line the one-layer
+# model's level. -->
 
 # %% [markdown]
 # For more than a thousand steps the loss sits just below $\log 32$ and the accuracy
@@ -566,6 +566,16 @@ print(
     f"one layer: {loss_report(one_layer_model)['induction_loss']:.2f}"
 )
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The losses of tokens 3, 16 and 31 of the training task, and the induction
+# loss on repeated random tokens, through training. Token 3 cannot be copied and stays
+# near log 32; tokens 16 and 31 drop with the phase change; the induction loss drops
+# further, towards zero.
+#
+# <!-- alt: Four loss curves against the training step: token 3 stays flat near 3.5
+# nats; tokens 16 and 31 fall together by about half a nat at the phase change; the
+# induction loss falls from above log 32 to a fraction of a nat. -->
+
 # %% [markdown]
 # Token 3 can never be copied, since no block has been repeated by then, and its loss
 # stays near $\log 32$. Tokens 16 and 31 drop together with the phase change, when the
@@ -608,6 +618,16 @@ for name, table in tables.items():
         f"worst over offsets: {np.round(np.nanmin(table, axis=1), 2)}"
     )
 
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Circuit or shortcut. Accuracy on the second copy against the offset of the
+# repeat, for blocks of 4, 8 and 12 tokens: the shortcut model, trained only on repeats
+# at the start, falls towards chance as the repeat moves; the trained model copies at
+# every offset.
+#
+# <!-- alt: Two panels of accuracy against offset. Left, the shortcut model: three lines
+# start near 1 at offset 0 and fall towards 0 within a few offsets, the 12-token line
+# last. Right, the trained model: three lines stay near 1 at every offset. -->
+
 # %% [markdown]
 # The shortcut model copies almost perfectly at offset 0 and falls towards chance as the
 # repeat moves right; the trained model copies at every offset. Both have two layers and
@@ -645,6 +665,15 @@ for name, profile in profiles.items():
         f"16-31 {np.nanmean(best_row[16:]):.2f}; "
         f"lowest at 1-27 {np.nanmin(best_row[1:28]):.2f}"
     )
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Why the shortcut fails: its best previous-token head looks one step back
+# only at the positions where its training put first copies (grey band, 1-15). The
+# trained model's head looks back at every position.
+#
+# <!-- alt: The weight on the previous token against the query position, for each
+# model's best layer-0 head. The shortcut's line is high inside a grey band from 1 to 15
+# and low after it; the trained model's line stays high across all positions. -->
 
 # %% [markdown]
 # The shortcut's previous-token head looks one step back only where its training put a
@@ -718,35 +747,21 @@ for layer, xs, xlabel, draw in [
     save_figure(fig, FIGURES / f"09_heads_layer{layer}.png")
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure 1 of 4.** Layer 0 before training: the random heads attend mostly to the
-# first few tokens, with no structure that follows the repeated sequence.
+# **Figure 1 of 2.** Layer 0 before and after training: the mean weight on the key d
+# tokens back. After training the previous-token heads put most of their weight at d =
+# 1.
 #
-# <!-- alt: Four 32-by-32 lower-triangular heatmaps titled layer 0, before training,
-# heads 0 to 3, with red lines at positions 11 and 22 and an orange dotted diagonal in
-# the second block; the weight is scattered, darkest in the top-left corner. -->
+# <!-- alt: Two panels of mean weight against distance 0 to 6, one line per head. Before
+# training every line is low and flat; after training some heads peak sharply at
+# distance 1. -->
 #
-# **Figure 2 of 4.** Layer 1 before training looks the same: no head follows the orange
-# line where an induction head would look.
+# **Figure 2 of 2.** Layer 1 before and after training: the mean weight of the second
+# copy's queries on keys around the target, the token after the earlier occurrence.
+# After training the induction heads peak at the target.
 #
-# <!-- alt: Four 32-by-32 lower-triangular heatmaps titled layer 1, before training,
-# heads 0 to 3; scattered pale blue cells, a few dark ones near the top-left, none along
-# the orange dotted line. -->
-#
-# **Figure 3 of 4.** Layer 0 after training: heads 0, 2 and 3 have become previous-token
-# heads, each query looking at the token just before it, while head 1 looks mostly at
-# the current token.
-#
-# <!-- alt: Four 32-by-32 heatmaps titled layer 0, after training; each head shows one
-# dark line along or just below the main diagonal, clear in the first block and blurred
-# after it, and nothing along the orange dotted line. -->
-#
-# **Figure 4 of 4.** Layer 1 after training holds induction heads: in the second copy
-# each query looks at the position after the earlier occurrence of its own token, along
-# the orange line.
-#
-# <!-- alt: Four 32-by-32 heatmaps titled layer 1, after training; in the middle block
-# between the red lines, dark cells follow the orange dotted diagonal in all four heads,
-# most sharply in heads 0 and 3. -->
+# <!-- alt: Two panels of mean weight against the key's shift from the target, -3 to 3,
+# one line per head. Before training the lines are low and flat; after training the
+# induction heads peak at shift 0. -->
 
 # %% [markdown]
 # Before training, every head spreads its weight over the past, a few percent on each
@@ -883,14 +898,17 @@ diagonal_wins = lambda m: np.mean(m.argmax(axis=1) == np.arange(32))  # noqa: E7
 print(f"on the diagonal: OV {diagonal_wins(ov):.2f}, QK {diagonal_wins(qk):.2f}")
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** The induction head's two circuits: its OV circuit copies (attending to a
-# token raises that token's logit) and its QK circuit, read through a previous-token
-# head, matches a query with the key right after an earlier copy of it.
+# **Figure 1 of 2.** The best induction head's OV circuit copies: attending to a token
+# raises that token's logit (the bright diagonal).
 #
-# <!-- alt: Two 32-by-32 red-and-blue heatmaps. Left, OV circuit of layer 1 head 0,
-# attended token against logit of token: a dark red main diagonal on a pale speckled
-# background. Right, QK via layer-0 head 3, query against token before the key: also a
-# dark red diagonal, on a noisier background with blue cells. -->
+# <!-- alt: A 32-by-32 red-and-blue heatmap of attended token against logit of token,
+# with a dark red main diagonal on a pale speckled background. -->
+#
+# **Figure 2 of 2.** Its QK circuit, read through a previous-token head, matches a query
+# with the key right after an earlier copy of the query's token.
+#
+# <!-- alt: A 32-by-32 red-and-blue heatmap of query token against the token before the
+# key, with a dark red diagonal on a noisier background. -->
 
 # %% [markdown]
 # Both diagonals are bright. The OV circuit copies: attending to a token raises that
@@ -995,14 +1013,15 @@ for name, value in accuracies.items():
     print(f"{name:26s} {value:.2f}")
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** Ablation: switching off one head costs little because the heads back each
-# other up, but switching off all previous-token heads, or all induction heads, breaks
-# the model.
+# **Figure.** Ablation. Layer 0 holds a single previous-token head: switching it off
+# breaks the model, as switching off all of layer 0 does. The induction heads back each
+# other up: one of them switched off costs a little, all of them together break the
+# model.
 #
-# <!-- alt: Horizontal bar chart of accuracy with heads switched off: nothing, and each
-# single head, reach 0.93 to 1.0; the previous-token heads together 0.21 and all of
-# layer 0 0.20, left of the orange dashed one-layer line at 0.31; the induction heads
-# together 0.02, at the dotted chance line. -->
+# <!-- alt: Horizontal bar chart of accuracy with heads switched off. Nothing switched
+# off and three of the layer-0 heads reach nearly 1; the fourth layer-0 head, the
+# previous-token heads and all of layer 0 fall to near the dotted chance line; single
+# layer-1 heads reach 0.8 to 1; the induction heads together fall to 0. -->
 
 # %% [markdown]
 # This model has a single previous-token head: switching it off costs as much as

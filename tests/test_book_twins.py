@@ -46,7 +46,7 @@ COPIED = {
     "mhattn.padding_mask": "64c7858bfd5aa992",
     "mhattn.core.projection.project_qkv": "7d0649b331b79002",
     "mhattn.MultiHeadAttention.project": "1cd95ea7bd2c699c",
-    "mhattn.learn.generate.generate": "1a531462dc4ffd03",
+    "mhattn.learn.generate.generate": "f5e4f2aff5ed0ab3",
 }
 RERUN = "re-run the browser tests (tests/test_book_explorer.py, tests/test_book_live_figures.py), then update the hash"
 

@@ -121,11 +121,11 @@ def source_problems(nb):
 
 
 def package_names():
-    """Public functions and classes of mhattn's public modules (every module imported, so the set is fixed)."""
+    """Public functions and classes of mhattn's public modules, in every layer (each imported, so the set is fixed)."""
     names = set()
-    for info in pkgutil.iter_modules(mhattn.__path__, "mhattn."):
-        if info.name.rpartition(".")[2].startswith("_"):
-            continue
+    for info in pkgutil.walk_packages(mhattn.__path__, "mhattn."):
+        if info.name.rpartition(".")[2].startswith("_") or info.name.startswith("mhattn.checks"):
+            continue  # private modules, and the doors: no notebook shows them
         module = importlib.import_module(info.name)
         names |= {
             name

@@ -237,13 +237,20 @@ import mhattn.learn.circuits, mhattn.engine, mhattn.explorer, mhattn.core.positi
 third_party = {name.split(".")[0] for name in sys.modules} & {
     "matplotlib", "sklearn", "scipy", "IPython", "ipywidgets", "PIL", "threadpoolctl", "tqdm", "jupyter_core"}
 assert not third_party, third_party
-for module in ("mhattn.pictures.plots", "mhattn.pictures.embedding_shift"):
-    try:
-        __import__(module)
-    except ImportError as error:
-        assert 'pip install "mhattn[chapter]"' in str(error), str(error)
-    else:
-        raise AssertionError(f"{module} imported without its extra")
+try:
+    __import__("mhattn.pictures.plots")
+except ImportError as error:
+    assert 'pip install "mhattn[chapter]"' in str(error), str(error)
+else:
+    raise AssertionError("mhattn.pictures.plots imported without its extra")
+# The PCA view imports (the explorer's frame needs it), and asks for scikit-learn when used.
+from mhattn.pictures.embedding_shift import embedding_shift_2d
+try:
+    embedding_shift_2d(np.zeros((3, 4)), np.ones((3, 4)))
+except ImportError as error:
+    assert 'pip install "mhattn[chapter]"' in str(error), str(error)
+else:
+    raise AssertionError("embedding_shift_2d ran without scikit-learn")
 try:
     from mhattn.explorer import explorer  # noqa: F401  (the widget)
 except ImportError as error:
