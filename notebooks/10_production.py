@@ -844,6 +844,8 @@ print(
 # mask, which torch wants inverted (True = blocked).
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+# (what this cell prints depends on whether PyTorch is installed)
 try:
     import torch
 except ImportError:  # the rest of the notebook needs no torch
