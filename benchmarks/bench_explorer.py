@@ -15,8 +15,9 @@ round times, one after the other (so that load from other programs hits all alik
   figure with 9 panels drawn from nothing, saved as PNG and closed.
 
 Each explorer time is what a reader waits for after moving a control: the observer
-runs the model, updates the artists and encodes the PNG that the Image widget sends.
-The target is a median under 250 ms for every kind of update.
+runs the model, updates the artists and encodes the two PNGs (heatmaps, PCA plot; ``SCALE``
+bitmap pixels per CSS pixel) that the Image widgets send. The verdict compares each median
+with 250 ms, the time within which an update still feels immediate.
 """
 
 import argparse
@@ -32,16 +33,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from mhattn.explorer import compute_frame, explorer  # noqa: E402
-from mhattn.explorer.draw import DPI, FIGSIZE  # noqa: E402
+from mhattn.explorer.draw import DPI, FIGSIZE, SCALE  # noqa: E402
 
-TARGET_MS = 250
+LIMIT_MS = 250
 
 
 def naive_update(ex):
     """Recompute, then draw all 9 panels on a brand-new pyplot figure, as PNG bytes."""
     frame = compute_frame(ex.current_state())  # the numbers, recomputed
     weights, allowed = frame.weights, np.broadcast_to(frame.allowed, frame.weights.shape)  # (num_heads, seq, seq)
-    fig, axes = plt.subplots(2, 5, figsize=FIGSIZE, dpi=DPI)
+    fig, axes = plt.subplots(2, 5, figsize=FIGSIZE, dpi=DPI * SCALE)
     for h, ax in enumerate(axes[:, :4].ravel()):
         image = ax.imshow(np.ma.masked_array(weights[h], mask=~allowed[h]), cmap="Blues", vmin=0, vmax=1)
         ax.set_title(f"head {h}")
@@ -105,7 +106,7 @@ def main():
 
     assert ex.seq_len.value == 32 and ex.num_heads.value == 8 and len(ex.drawing.head_images) == 8
     assert trained.token_error is None and trained.frame.seq_len == 32
-    size = f"{FIGSIZE[0] * DPI:.0f}x{FIGSIZE[1] * DPI:.0f} px"
+    size = f"{FIGSIZE[0] * DPI * SCALE:.0f}x{FIGSIZE[1] * DPI * SCALE:.0f} px"
     print(
         f"explorer update at d_model=64, num_heads=8, seq_len=32, {size} PNG, {rounds} rounds, "
         f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
@@ -118,8 +119,8 @@ def main():
             f"{name:<12}{1e3 * median:>10.1f}{1e3 * min(values):>9.1f}{1e3 * max(values):>9.1f}{naive / median:>13.2f}x"
         )
     worst = max(statistics.median(values) for name, values in times.items() if name != "naive")
-    verdict = "meets" if 1e3 * worst < TARGET_MS else "MISSES"
-    print(f"slowest explorer update: median {1e3 * worst:.1f} ms, {verdict} the {TARGET_MS} ms target")
+    verdict = "within" if 1e3 * worst < LIMIT_MS else "OVER"
+    print(f"slowest explorer update: median {1e3 * worst:.1f} ms, {verdict} {LIMIT_MS} ms")
 
 
 if __name__ == "__main__":

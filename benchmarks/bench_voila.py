@@ -12,13 +12,14 @@ here, with this folder's ``voila.json`` and ``voila.py``), and Chromium (``MHATT
 - **first paint**: from the page request to the first picture decoded in the page, the
   kernel's start and the notebook's run included;
 - **redraw**: from a key pressed in the page to the last picture it brings, decoded (the
+  picture is two images, the heatmaps and the PCA plot: the later of the two counts; the
   times are taken in the page, with ``performance.now()``): ``seq_len`` one step with the
   arrow keys (new ticks: the figure's static parts are drawn again), and ``seed`` typed in its
   box and Enter (only the heatmaps and points change).
 
-Prints the median and the range of each. Goal on an idle two-core machine: first paint at most
-5 s and a redraw at most 150 ms at the median. On a machine busy with other work every number
-grows; the load average is printed beside them.
+Prints the median and the range of each, against the limits of an app that feels immediate
+(``LIMITS``: a first picture within 5 s, a redraw within 150 ms, at the median). On a machine
+busy with other work every number grows; the load average is printed beside them.
 """
 
 import argparse
@@ -33,15 +34,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from browser_path import chromium_path  # noqa: E402
 from test_browser import CHROMIUM_ARGS, PAGE_LOAD_ATTEMPTS, PICTURE, voila_server  # noqa: E402
 
-GOALS = {"first paint": 5000.0, "redraw seq_len": 150.0, "redraw seed": 150.0}  # ms, at the median
+LIMITS = {"first paint": 5000.0, "redraw seq_len": 150.0, "redraw seed": 150.0}  # ms, at the median
 STABLE_MS = 600  # a redraw is over when no new picture came for this long
 
 # Records, in the page, when a key goes down and when each new picture has been decoded.
 WATCH = f"""() => {{
     window.benchKeys = []; window.benchPictures = [];
     document.addEventListener('keydown', () => window.benchKeys.push(performance.now()), true);
-    const img = document.querySelector('{PICTURE}');
-    img.addEventListener('load', () => window.benchPictures.push(performance.now()));
+    for (const img of document.querySelectorAll('{PICTURE}')) {{
+        img.addEventListener('load', () => window.benchPictures.push(performance.now()));
+    }}
 }}"""
 
 
@@ -52,8 +54,10 @@ def first_paint(page, url):
     start = time.monotonic()
     page.goto(url, wait_until="commit", timeout=30000)
     try:
-        page.wait_for_function(f"() => {{ const img = document.querySelector('{PICTURE}');"
-                               "return img && img.complete && img.naturalWidth > 0; }", timeout=30000, polling=20)
+        page.wait_for_function(f"() => {{ const images = [...document.querySelectorAll('{PICTURE}')];"
+                               "return images.length === 2"
+                               " && images.every(img => img.complete && img.naturalWidth > 0); }",
+                               timeout=30000, polling=20)
     except PlaywrightTimeoutError:
         return None  # about 1 Voila load in 15 never finishes: the caller reloads
     return 1000 * (time.monotonic() - start)
@@ -104,7 +108,7 @@ def main():
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    times = {name: [] for name in GOALS}
+    times = {name: [] for name in LIMITS}
     with tempfile.TemporaryDirectory() as home, voila_server(home) as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
@@ -114,15 +118,15 @@ def main():
             browser.close()
     print(f"explorer app in Chromium, {args.runs} page loads; load average {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
-    for name, goal in GOALS.items():
+    for name, limit in LIMITS.items():
         values = times[name]
         if not values:
             print(f"{name:>15}: no measurement")
             continue
         median = statistics.median(values)
-        verdict = "meets" if median <= goal else "misses"
+        verdict = "within" if median <= limit else "over"
         print(f"{name:>15}: median {median:7.0f} ms  (min {min(values):.0f}, max {max(values):.0f}, "
-              f"n={len(values)}; {verdict} the goal of {goal:.0f} ms)")
+              f"n={len(values)}; {verdict} {limit:.0f} ms)")
     if times.get("hung loads"):
         print(f"{'hung loads':>15}: {len(times['hung loads'])} (reloaded; not in the first-paint times)")
 

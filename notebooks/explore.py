@@ -27,18 +27,18 @@
 #
 # Change a setting and everything below redraws:
 #
-# - **left:** the attention weights, one heatmap per head, numbered from head 0. Row *i*
-#   is query *i*, column *j* is key *j*; a darker cell means query *i* takes more of
-#   value *j*. Every panel uses the same colour scale, 0 to 1, so the heads can be
-#   compared. Grey cells are masked: their weight is exactly zero. Untrained, the
-#   picture shows the second sequence (the one the padding mask shortens); with the
-#   padding mask, a dashed line separates its real queries from the padding ones below
-#   it.
-# - **right:** every token before the layer (hollow circle) and after it (filled
-#   circle), in one 2-D PCA plane fitted to both, with an arrow from each token's input
-#   to its output. The arrow is the whole layer's doing, its linear maps included, not
-#   attention's alone ([notebook 05][nb05] takes it apart). Trained, it is the residual
-#   stream before and after the layer shown.
+# - **left** (on a phone, above): the attention weights, one heatmap per head, numbered
+#   from head 0. Row *i* is query *i*, column *j* is key *j*; a darker cell means query
+#   *i* takes more of value *j*. Every panel uses the same colour scale, 0 to 1, so the
+#   heads can be compared. Grey cells are masked: their weight is exactly zero.
+#   Untrained, the picture shows the second sequence (the one the padding mask
+#   shortens); with the padding mask, a dashed line separates its real queries from the
+#   padding ones below it.
+# - **right** (on a phone, below): every token before the layer (hollow circle) and
+#   after it (filled circle), in one 2-D PCA plane fitted to both, with an arrow from
+#   each token's input to its output. The arrow is the whole layer's doing, its linear
+#   maps included, not attention's alone ([notebook 05][nb05] takes it apart). Trained,
+#   it is the residual stream before and after the layer shown.
 # - **the readout:** the settings and the width of one head,
 #   `d_k = d_model // num_heads`; untrained, the sum of each query's weights (its row of
 #   a heatmap); trained, each head's previous-token and prefix-matching scores (the

@@ -172,7 +172,7 @@ def test_the_figures_work_from_the_keyboard_alone(browser, site):
             .map(e => e.closest('[data-figure]').dataset.figure + '.' + e.dataset.control)"""))
         reached, rings = set(), []
         page.locator("h1").click()
-        for _ in range(20):
+        for _ in range(40):
             page.keyboard.press("Tab")
             focused = page.evaluate("""() => { const e = document.activeElement, s = getComputedStyle(e),
                 f = e.closest('[data-figure]');
@@ -226,6 +226,32 @@ def test_pointing_at_a_cell_reads_its_weight_and_its_row_sum(browser, site):
         assert abs(float(shown.group(2)) - weights[head, i].sum()) <= 1e-5, text
     # the mask figure starts with padding at the start: query 0 may see nothing, and sums to 0
     assert read["mask", 0, 0][1]["rowSum"] == 0 and "(masked)" in read["mask", 0, 0][2]
+
+
+def test_the_keyboard_reads_a_cell_too_and_marks_it(browser, site):
+    """Tab to the heatmaps, then the arrows move the cell read and Page Down goes to the next head."""
+    with serve(site) as url:
+        page = open_page(browser, url + "figures.html", url, ready=READY)
+        canvas = page.locator("[data-figure=heads] canvas.mhx-heads")
+        canvas.focus()
+        for key in ("ArrowRight", "ArrowRight", "ArrowDown", "PageDown", "ArrowLeft", "ArrowUp", "ArrowUp"):
+            page.keyboard.press(key)  # from the first cell: (0, 1), (0, 2), (1, 2), head 1, (1, 1), (0, 1), (0, 1)
+        js = page.evaluate("() => window.__liveFigures.heads")
+        cell, text = page.evaluate("() => window.__liveCell"), page.inner_text("[data-figure=heads] .mhx-cell")
+        marker = page.locator("[data-figure=heads] .mhx-cell-marker").bounding_box()
+        box, ring = canvas.bounding_box(), canvas.evaluate("c => getComputedStyle(c).outlineStyle")
+        page.keyboard.press("Tab")
+        hidden = page.locator("[data-figure=heads] .mhx-cell-marker").is_hidden()
+        page.context.close()
+    weights = EXPECTED["heads"](js["state"])["weights"]
+    assert (cell["figure"], cell["head"], cell["i"], cell["j"]) == ("heads", 1, 0, 1)
+    assert abs(cell["weight"] - weights[1, 0, 1]) <= TOLERANCE
+    assert abs(cell["rowSum"] - weights[1, 0].sum()) <= TOLERANCE
+    assert "head 1, query" in text and ring != "none"
+    panel = js["panels"][1]  # the marker outlines exactly that cell
+    expected = (box["x"] + panel["x"] + panel["cell"], box["y"] + panel["y"], panel["cell"])
+    assert max(abs(a - b) for a, b in zip((marker["x"], marker["y"], marker["width"]), expected, strict=True)) <= 1
+    assert hidden, "the marker stays after the heatmaps lose the focus"
 
 
 MIN_TEXT_PX, CANVAS_FONT_PX = 9, 12  # explorer-draw.js writes every label at 12 px of its canvas

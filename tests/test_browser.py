@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from browser_path import chromium_path
 
-from mhattn.explorer.draw import DPI, FIGSIZE
+from mhattn.explorer.draw import DPI, FIGSIZE, SCALE, SMALL, part_widths
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "explore.ipynb"
@@ -175,12 +175,27 @@ def wait_for_new_picture(page, old_src):
 
 
 def picture_is_drawn(page):
-    """The <img> holds a decoded picture of the figure's size (750 x 425), not a broken image."""
-    width, height = (round(side * DPI) for side in FIGSIZE)
+    """Both <img> hold a decoded picture of their part's size (900 x 850 and 600 x 850), not a broken image."""
+    widths = [round(width * SCALE) for width in part_widths()]
+    height = round(FIGSIZE[1] * DPI * SCALE)
     return page.evaluate(f"""() => {{
-        const img = document.querySelector('{PICTURE}');
-        return img.complete && img.naturalWidth === {width} && img.naturalHeight === {height};
+        const images = [...document.querySelectorAll('{PICTURE}')];
+        return images.length === 2 && images.every((img, i) =>
+            img.complete && img.naturalWidth === {widths}[i] && img.naturalHeight === {height});
     }}""")
+
+
+def shown_pictures(page):
+    """Each part's box on the page and its natural width, in pixels."""
+    return page.evaluate(f"""() => [...document.querySelectorAll('{PICTURE}')].map(img => {{
+        const box = img.getBoundingClientRect();
+        return {{x: box.x, y: box.y, width: box.width, height: box.height, natural: img.naturalWidth}};
+    }})""")
+
+
+def smallest_text_px(shown):
+    """The smallest text of a part as shown, in CSS pixels: the figure's smallest, scaled as the image is."""
+    return SMALL * DPI / 72 * shown["width"] / (shown["natural"] / SCALE)
 
 
 def readout(page):
@@ -262,7 +277,7 @@ def check_static_copy_and_links(page):
     assert_clean_console(page)
     static_copies = page.locator(".jp-OutputArea-child:has(.jp-RenderedImage) img")
     assert static_copies.count() == 1 and not static_copies.first.is_visible()
-    assert page.locator(PICTURE).is_visible()
+    assert page.locator(PICTURE).first.is_visible()
     links = page.eval_on_selector_all("a[href]", "links => links.map(a => [a.getAttribute('href'), a.href])")
     assert any(href.startswith(GITHUB) for href, _ in links)
     for href, url in links:
@@ -332,6 +347,24 @@ def test_seq_len_and_num_heads_work_on_a_phone(page):
     heads.select_option(label="2")
     wait_for_new_picture(page, src)
     assert "seq_len=9 · num_heads=2" in readout(page)
-    assert page.locator(PICTURE).bounding_box()["width"] <= 390
     screenshot(page, "6_phone")
+    assert_clean_console(page)
+
+
+@pytest.mark.parametrize("page", [390, 1280], indirect=True)
+def test_the_picture_reads_without_zooming_on_a_phone_and_sits_in_one_row_on_a_desktop(page):
+    """Two parts, each never stretched; stacked on a phone, with no text under 9 CSS px."""
+    assert picture_is_drawn(page)
+    heads, pca = shown_pictures(page)
+    width = page.viewport_size["width"]
+    for part in (heads, pca):
+        assert part["x"] >= 0 and part["x"] + part["width"] <= width, part
+        assert part["width"] <= part["natural"] / SCALE + 0.5, part  # at most its CSS width: sharp
+        assert smallest_text_px(part) >= 9, part
+    if width < sum(part_widths()):
+        assert pca["y"] >= heads["y"] + heads["height"] - 1, (heads, pca)  # one above the other
+    else:
+        assert pca["y"] == heads["y"] and pca["x"] >= heads["x"] + heads["width"] - 1, (heads, pca)
+        assert heads["width"] == part_widths()[0] and pca["width"] == part_widths()[1]
+    screenshot(page, f"7_picture_at_{width}_px")
     assert_clean_console(page)

@@ -19,7 +19,7 @@ import mhattn
 from mhattn import KVCache, MultiHeadAttention
 from mhattn.core import attention, grad, heads, masks, positions, softmax
 from mhattn.engine import blocks, flash
-from mhattn.explorer import controls, frame
+from mhattn.explorer import controls, draw, frame
 from mhattn.learn import circuits, generate, losses, model, optim, several_heads, task
 from mhattn.learn import train as trainer
 from mhattn.pictures import exercises
@@ -285,6 +285,11 @@ DOORS |= {
     "mhattn.pictures.exercises.NotYet": "an exception: not_yet raises it, the checker that exercise() builds catches it",
     "mhattn.pictures.exercises.not_yet": "takes any value: only the placeholder ... is special",
 }
+DOORS["mhattn.explorer.draw.png_bytes"] = (draw.png_bytes, dict(rgb=np.zeros((2, 3, 3), np.uint8)), {"rgb": [
+    np.zeros((2, 3, 3)), [[[0, 0, 0]]], np.zeros((2, 3, 4), np.uint8), np.zeros((0, 3, 3), np.uint8), np.zeros((2, 3), np.uint8)]})
+DOORS["mhattn.explorer.draw.split_column"] = NO_ARGUMENTS
+DOORS["mhattn.explorer.draw.part_widths"] = NO_ARGUMENTS
+DOORS["mhattn.explorer.draw.FrameDrawing.png"] = NO_ARGUMENTS
 PARTS_OF_THE_WIDGET = "the explorer's widget and drawing: they show a Frame that compute_frame checked"
 for _name in ("explorer.draw.panel_layout", "explorer.draw.colormap", "explorer.draw.FrameDrawing",
               "explorer.draw.FrameDrawing.draw", "explorer.draw.FrameDrawing.min_font_px", "explorer.text.readout_html",

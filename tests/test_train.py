@@ -143,6 +143,16 @@ def test_training_is_deterministic_per_seed():
     assert not np.array_equal(other.parameters()["embed"], first.parameters()["embed"])
 
 
+def test_how_often_the_history_is_recorded_changes_no_weight():
+    """The probes are drawn before the first step and only read: a sparse history trains the same model."""
+    dense, sparse = train(2, seed=8, steps=12, eval_every=1), train(2, seed=8, steps=12, eval_every=12)
+    assert len(dense.history["step"]) == 12 and sparse.history["step"].tolist() == [1, 12]
+    for name, array in dense.parameters().items():
+        assert np.array_equal(sparse.parameters()[name], array), name
+    for name in ("loss", "induction_loss"):  # the entries both record are the same numbers
+        assert dense.history[name][[0, -1]].tolist() == sparse.history[name].tolist(), name
+
+
 def test_training_leaves_numpys_global_random_state_alone():
     np.random.seed(0)
     expected = np.random.random()

@@ -8,6 +8,7 @@ tests/test_widgets_static.py.
 """
 
 import gc
+import io
 import itertools
 import threading
 
@@ -21,7 +22,7 @@ from traitlets import TraitError
 from mhattn import MultiHeadAttention
 from mhattn.explorer import Explorer, State, explorer
 from mhattn.explorer.controls import LatestWins
-from mhattn.explorer.draw import DPI, FIGSIZE
+from mhattn.explorer.draw import DPI, FIGSIZE, SCALE, FrameDrawing, png_bytes, split_column
 from mhattn.explorer.frame import D_MODELS, MAX_HEADS, MAX_SEQ_LEN, MIN_SEQ_LEN, check_state, head_choices
 
 
@@ -39,12 +40,62 @@ def test_explorer_is_one_widget_holding_controls_readout_and_picture(ex):
             yield from descendants(child)
 
     inside = list(descendants(ex))
-    for part in (ex.seq_len, ex.d_model, ex.num_heads, ex.seed, ex.mask, ex.readout, ex.image):
+    for part in (ex.seq_len, ex.d_model, ex.num_heads, ex.seed, ex.mask, ex.readout, *ex.images):
         assert any(part is w for w in inside)
     bundle = ex._repr_mimebundle_()  # what display(ex) sends: a view of this very widget
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.model_id
-    pixels = png_pixels(ex.image.value)
-    assert pixels.shape == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI), 3)
+    pixels = png_pixels(ex.picture)
+    assert pixels.shape == (round(FIGSIZE[1] * DPI * SCALE), round(FIGSIZE[0] * DPI * SCALE), 3)
+
+
+def test_the_two_images_are_the_picture_cut_in_two_and_shown_at_their_css_width(ex):
+    heads, pca = (png_pixels(image.value) for image in ex.images)
+    np.testing.assert_array_equal(np.hstack([heads, pca]), png_pixels(ex.picture))
+    assert heads.shape[1] == split_column() and heads.shape[1] + pca.shape[1] == round(FIGSIZE[0] * DPI * SCALE)
+    for image, pixels in zip(ex.images, (heads, pca), strict=True):  # never stretched: SCALE pixels per CSS pixel
+        assert image.layout.width == f"{pixels.shape[1] / SCALE:g}px" and image.layout.max_width == "100%"
+
+
+def pixel_box(artist, renderer):
+    box = artist.get_tightbbox(renderer) if hasattr(artist, "get_tightbbox") else artist.get_window_extent(renderer)
+    return box.x0, box.x1, box.y0, box.y1
+
+
+@pytest.mark.parametrize("state", [
+    *(State(d_model=48, num_heads=h, seq_len=n, mask=m) for h in (1, 2, 3, 4, 8) for n in (2, 20, MAX_SEQ_LEN)
+      for m in ("none", "padding")),
+    State(d_model=48, num_heads=6, seq_len=13, mask="causal"),
+    *(State(trained=True, tokens=t, layer=layer, positions=p) for layer in (0, 1) for p in ("learned", "none")
+      for t in ("a b c d x a b c", "qwertyuiopasdfghjklzxcvbnmqwerty")),
+], ids=repr)
+def test_every_heatmap_text_lies_left_of_the_cut_and_the_pca_plot_right_of_it(state):
+    """A label across SPLIT would be cut in two where the parts stack (a phone)."""
+    from mhattn.explorer.frame import compute_frame
+
+    drawing = FrameDrawing()
+    drawing.draw(compute_frame(state))
+    renderer = drawing.figure.canvas.get_renderer()
+    height, width = (round(side * DPI * SCALE) for side in FIGSIZE[::-1])
+    heat_side = [*drawing.head_axes, drawing._colorbar_axes, drawing._title]
+    pca_side = [drawing.pca_axes, drawing._pca_title, *(t for t in drawing._pca_labels if t.get_visible())]
+    for artist in heat_side:
+        x0, x1, y0, y1 = pixel_box(artist, renderer)
+        assert 0 <= x0 and x1 <= split_column() and 0 <= y0 and y1 <= height, (artist, x0, x1, y0, y1)
+    for artist in pca_side:
+        x0, x1, y0, y1 = pixel_box(artist, renderer)
+        assert split_column() <= x0 and x1 <= width and 0 <= y0 and y1 <= height, (artist, x0, x1, y0, y1)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 3), (425, 301)])
+def test_png_bytes_decodes_to_exactly_its_pixels(shape):
+    from PIL import Image
+
+    rgb = np.random.default_rng(sum(shape)).integers(0, 256, (*shape, 3), dtype=np.uint8)
+    decoded = Image.open(io.BytesIO(png_bytes(rgb)))
+    assert decoded.mode == "RGB"
+    np.testing.assert_array_equal(np.asarray(decoded), rgb)
+    view = rgb[:, shape[1] // 2:]  # not contiguous
+    np.testing.assert_array_equal(np.asarray(Image.open(io.BytesIO(png_bytes(view)))), view)
 
 
 def test_text_form_names_the_current_settings(ex):
@@ -162,12 +213,12 @@ def test_changing_d_model_redraws_once(ex):
 
 def test_an_impossible_head_count_cannot_be_chosen(ex):
     ex.d_model.value = 12
-    picture = ex.image.value
+    picture = ex.picture
     with pytest.raises(TraitError):
         ex.num_heads.value = 8  # 8 does not divide 12
     with pytest.raises(TraitError):
         ex.d_model.value = 100  # not offered
-    assert ex.image.value == picture
+    assert ex.picture == picture
     assert_drawing_matches(ex)
 
 
@@ -192,11 +243,11 @@ FIXED_RANGES = [("seq_len", "max", 64), ("seq_len", "min", 1), ("seq_len", "max"
 def test_a_control_s_range_or_options_cannot_change(ex, name, trait, value):
     """The picture is made for the ranges the controls offer: changing them is refused, with a message."""
     control = getattr(ex, name)
-    before, picture, control_value = getattr(control, trait), ex.image.value, control.value
+    before, picture, control_value = getattr(control, trait), ex.picture, control.value
     with pytest.raises(TraitError, match=f"{name} control has a fixed {trait}"):
         setattr(control, trait, value)
     assert getattr(control, trait) == before and control.value == control_value
-    assert ex.image.value == picture
+    assert ex.picture == picture
     assert_drawing_matches(ex)
 
 
@@ -248,16 +299,16 @@ def test_picture_after_many_changes_equals_a_fresh_explorer(ex, last):
     for control, value in [step for name, step in steps.items() if name != last] + [steps[last]]:
         control.value = value
     fresh = explorer(d_model=32, num_heads=2, seq_len=11, seed=6, mask="padding")
-    np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
+    np.testing.assert_array_equal(png_pixels(ex.picture), png_pixels(fresh.picture))
     assert ex.readout.value == fresh.readout.value
 
 
 def test_every_change_renders_a_new_picture(ex):
-    pictures = {ex.image.value}
+    pictures = {ex.picture}
     for control, value in [(ex.seq_len, 9), (ex.num_heads, 2), (ex.d_model, 48), (ex.seed, 1), (ex.mask, "causal")]:
         control.value = value
-        assert ex.image.value not in pictures, (control.description, value)
-        pictures.add(ex.image.value)
+        assert ex.picture not in pictures, (control.description, value)
+        pictures.add(ex.picture)
 
 
 def live_objects():
@@ -353,5 +404,5 @@ def test_a_slider_moved_while_a_picture_is_drawn_skips_to_its_last_value():
     assert ex.redraws.wait(20) and ex.redraws.error is None
     assert ex.renders == renders + 2 and ex.redraws.dropped == 10  # 9, then 20; 10 to 19 never drawn
     fresh = explorer(seq_len=20)
-    np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
+    np.testing.assert_array_equal(png_pixels(ex.picture), png_pixels(fresh.picture))
     assert ex.readout.value == fresh.readout.value and ex.state == fresh.state

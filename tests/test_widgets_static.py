@@ -19,7 +19,7 @@ import pytest
 from explorer_expected import EXPLORER_NOTEBOOKS, ROOT, png_pixels
 
 from mhattn.explorer import explorer
-from mhattn.explorer.draw import DPI, FIGSIZE
+from mhattn.explorer.draw import DPI, FIGSIZE, SCALE
 
 
 @pytest.fixture
@@ -42,12 +42,13 @@ def test_displaying_the_explorer_leaves_the_widget_and_a_static_copy_of_its_pict
     # the static copy says how small its text is, as refresh.sh records it for figures; the book needs >= 9 px
     from mhattn.explorer import draw
 
-    assert static_metadata["mhattn"] == {"min_font_px": round(draw.SMALL * draw.DPI / 72, 2), "dpi": draw.DPI}
-    assert static_metadata["mhattn"]["min_font_px"] >= 9
+    dpi = draw.DPI * draw.SCALE
+    assert static_metadata["mhattn"] == {"min_font_px": round(draw.SMALL * dpi / 72, 2), "dpi": dpi}
+    assert static_metadata["mhattn"]["min_font_px"] / draw.SCALE >= 9  # CSS pixels, where shown at its CSS width
     assert widget["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.model_id
     assert widget["text/plain"] == repr(ex)
     assert set(static) == {"image/png", "text/plain"}
-    assert base64.b64decode(static["image/png"]) == ex.image.value  # the picture as it is now
+    assert base64.b64decode(static["image/png"]) == ex.picture  # the picture as it is now
 
 
 def test_the_live_widget_carries_the_style_that_hides_the_static_copy(ex):
@@ -95,11 +96,11 @@ def test_stored_notebooks_hold_a_static_copy_of_each_explorer_s_first_picture(na
         assert "application/vnd.jupyter.widget-view+json" in widget
         assert png is not None, f"{name}: no static copy after the explorer in the cell {source!r}"
         stored = png_pixels(base64.b64decode(png))
-        fresh = png_pixels(explorer(**explorer_call(source)).image.value)
-        assert stored.shape == fresh.shape == (round(FIGSIZE[1] * DPI), round(FIGSIZE[0] * DPI), 3)
+        fresh = png_pixels(explorer(**explorer_call(source)).picture)
+        assert stored.shape == fresh.shape == (round(FIGSIZE[1] * DPI * SCALE), round(FIGSIZE[0] * DPI * SCALE), 3)
         settings = explorer_call(source)
         next_seed = settings.get("seed", inspect.signature(explorer).parameters["seed"].default) + 1
-        other = png_pixels(explorer(**(settings | {"seed": next_seed})).image.value)
+        other = png_pixels(explorer(**(settings | {"seed": next_seed})).picture)
         differs, differs_from_other = (pixels_apart(stored, frame) for frame in (fresh, other))
         assert differs < differs_from_other / 2, (
             f"{name}: {differs:.1%} of the static copy's pixels differ from the first frame "
@@ -114,7 +115,7 @@ def pixels_apart(one, other):
 
 def test_other_settings_would_not_pass_for_the_first_frame():
     """The check above can fail: a first frame of another seed differs in far more than 2% of pixels."""
-    one, other = (png_pixels(explorer(seed=seed).image.value) for seed in (123, 124))
+    one, other = (png_pixels(explorer(seed=seed).picture) for seed in (123, 124))
     assert (np.abs(one.astype(int) - other.astype(int)).max(axis=-1) > 16).mean() > 0.05
 
 

@@ -33,15 +33,15 @@ def trained_ex():
 def test_the_weights_switch_shows_the_trained_model_and_only_the_controls_that_act(ex):
     assert ex.trained_weights.options == (("untrained", False), ("trained (induction)", True))
     assert ex._trained_controls.layout.display == "none" and ex._untrained_controls.layout.display != "none"
-    picture = ex.image.value
+    picture = ex.picture
     ex.trained_weights.value = True
     assert ex._untrained_controls.layout.display == "none" and ex._trained_controls.layout.display != "none"
-    assert ex.image.value != picture
+    assert ex.picture != picture
     assert ex.tokens.value == DEFAULT_TOKENS and ex.layer.value == 1
     assert repr(ex) == f"Explorer(trained=True, tokens={DEFAULT_TOKENS!r}, layer=1)"
     assert_drawing_matches(ex)
     ex.trained_weights.value = False  # back: the untrained settings are as they were
-    assert ex.image.value == picture
+    assert ex.picture == picture
     assert_drawing_matches(ex)
 
 
@@ -90,10 +90,10 @@ def test_the_induction_head_lights_up_on_the_repeat_as_the_explanation_says(trai
                                              ("a", "tokens must hold 2 to 32 letters; got 1")])
 def test_tokens_that_cannot_be_drawn_leave_the_picture_and_say_why(trained_ex, text, words):
     trained_ex.tokens.value = "c a b c a"
-    picture, shown = trained_ex.image.value, trained_ex.frame.tokens.copy()
+    picture, shown = trained_ex.picture, trained_ex.frame.tokens.copy()
     trained_ex.tokens.value = text
     assert words in trained_ex.readout.value and "still showing the tokens below" in trained_ex.readout.value
-    assert trained_ex.image.value == picture
+    assert trained_ex.picture == picture
     np.testing.assert_array_equal(trained_ex.frame.tokens, shown)
     trained_ex.layer.value = 0  # another control still redraws, with the tokens last shown
     assert "still showing" in trained_ex.readout.value
@@ -113,7 +113,7 @@ def test_trained_picture_after_many_changes_equals_a_fresh_explorer(ex):
     ex.num_heads.value = 8
     ex.trained_weights.value = True
     fresh = explorer(trained=True, tokens="a a b b a a", layer=0)
-    np.testing.assert_array_equal(png_pixels(ex.image.value), png_pixels(fresh.image.value))
+    np.testing.assert_array_equal(png_pixels(ex.picture), png_pixels(fresh.picture))
     assert ex.readout.value == fresh.readout.value
 
 
@@ -129,9 +129,9 @@ def test_bad_tokens_then_the_untrained_weights_leave_every_untrained_control_dra
     assert ex.token_error is None and "still showing" not in ex.readout.value
     assert_drawing_matches(ex)
     for name, value in (("seq_len", 11), ("d_model", 48), ("num_heads", 3), ("seed", 7), ("mask", "causal")):
-        renders, picture = ex.renders, ex.image.value
+        renders, picture = ex.renders, ex.picture
         getattr(ex, name).value = value
-        assert ex.renders == renders + 1 and ex.image.value != picture, name
+        assert ex.renders == renders + 1 and ex.picture != picture, name
         assert_drawing_matches(ex)
     ex.trained_weights.value = True  # back: the box still holds "a1", and the readout says so again
     assert "still showing the tokens below" in ex.readout.value

@@ -145,19 +145,51 @@
   }
 
   /* Pointing at (or tapping) a cell of a canvas drawn by drawHeads reads out its exact weight and
-     its row's sum. current() gives { frame, panels } drawn last; show(text, cell) gets the words
-     and the numbers ({ head, i, j, weight, rowSum }). */
+     its row's sum; so does the keyboard: the canvas takes the focus (Tab), the arrow keys move a
+     marked cell, Page Up and Page Down go to the previous and next head. current() gives
+     { frame, panels } drawn last; show(text, cell) gets the words and the numbers
+     ({ head, i, j, weight, rowSum }). */
   function readCells(canvas, current, show) {
-    function point(event) {
-      const last = current(), at = last && cellAt(canvas, last.panels, last.frame.labels.length, event);
-      if (!at) return;
+    const marker = document.createElement("div"), KEYS = {
+      ArrowUp: [0, -1, 0], ArrowDown: [0, 1, 0], ArrowLeft: [0, 0, -1], ArrowRight: [0, 0, 1],
+      PageUp: [-1, 0, 0], PageDown: [1, 0, 0] };
+    let cursor = null;  // the cell the keyboard reads: { head, i, j }
+    marker.className = "mhx-cell-marker"; marker.hidden = true;
+    canvas.after(marker);
+    canvas.tabIndex = 0;
+    canvas.setAttribute("aria-keyshortcuts", "ArrowUp ArrowDown ArrowLeft ArrowRight PageUp PageDown");
+    function read(last, at) {
       const { head, i, j } = at, labels = last.frame.labels, row = last.frame.weights[head][i];
       const sum = row.reduce((a, b) => a + b, 0), masked = last.frame.allowed[i][j] ? "" : " (masked)";
       show(`head ${head}, query ${labels[i]}, key ${labels[j]}: weight ${row[j].toPrecision(6)}${masked}; `
         + `row ${labels[i]} sums to ${sum.toPrecision(6)}`, { head, i, j, weight: row[j], rowSum: sum });
     }
+    function mark(last, at) {  // outline the cell, over the canvas, where the canvas sits in its parent
+      const p = last.panels[at.head], scale = canvas.getBoundingClientRect().width / parseFloat(canvas.style.width);
+      Object.assign(marker.style, { left: `${canvas.offsetLeft + (p.x + at.j * p.cell) * scale}px`,
+        top: `${canvas.offsetTop + (p.y + at.i * p.cell) * scale}px`, width: `${p.cell * scale}px`,
+        height: `${p.cell * scale}px` });
+      marker.hidden = false;
+    }
+    function point(event) {
+      const last = current(), at = last && cellAt(canvas, last.panels, last.frame.labels.length, event);
+      if (at) read(last, at);
+    }
+    function key(event) {
+      const last = current(), move = KEYS[event.key];
+      if (!last || !move) return;
+      event.preventDefault();  // the arrows move the cell, not the page
+      const n = last.frame.labels.length, heads = last.panels.length;
+      const clamp = (v, top) => Math.min(Math.max(v, 0), top - 1);
+      const from = cursor && cursor.head < heads && cursor.i < n && cursor.j < n ? cursor : { head: 0, i: 0, j: 0 };
+      cursor = { head: clamp(from.head + move[0], heads), i: clamp(from.i + move[1], n), j: clamp(from.j + move[2], n) };
+      read(last, cursor);
+      mark(last, cursor);
+    }
     canvas.addEventListener("pointermove", point);
     canvas.addEventListener("pointerdown", point);
+    canvas.addEventListener("keydown", key);
+    canvas.addEventListener("blur", () => { marker.hidden = true; });
   }
 
   ns.draw = { drawHeads, drawPca, blues, readCells, prepare };

@@ -50,7 +50,8 @@
       labelled("tokens", c.tokens), labelled("layer", c.layer), labelled("positions", c.positions)]);
     const readout = element("div", { class: "mhx-readout" });
     const cell = element("p", { class: "mhx-cell", "aria-live": "polite" },
-      ["Point at a cell of a heatmap (or tap it) to read its exact weight and its row's sum."]);
+      ["Point at a cell of a heatmap (or tap it, or Tab to the heatmaps and use the arrow keys; "
+        + "Page Up/Down changes head) to read its exact weight and its row's sum."]);
     const heads = element("canvas", { class: "mhx-heads", role: "img", "aria-label": "attention weights per head" });
     const pca = element("canvas", { class: "mhx-pca", role: "img", "aria-label": "PCA of inputs and outputs" });
     root.replaceChildren(element("div", { class: "mhx" }, [

@@ -27,7 +27,8 @@
     const { element } = ns.ui;
     const readout = element("div", { class: "mhx-readout" });
     const cell = element("p", { class: "mhx-cell", "aria-live": "polite" },
-      ["Point at a cell of the heatmap (or tap it) to read its exact weight and its row's sum."]);
+      ["Point at a cell of a heatmap (or tap it, or Tab to the heatmaps and use the arrow keys; "
+        + "Page Up/Down changes head) to read its exact weight and its row's sum."]);
     root.replaceChildren(element("div", { class: "mhx mhx-figure" }, [
       element("p", { class: "mhx-lead" }, [lead]), element("div", { class: "mhx-group" }, controls),
       readout, cell, element("div", { class: "mhx-pictures" }, canvases)]));

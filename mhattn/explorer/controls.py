@@ -24,7 +24,7 @@ import traceback
 from .. import checks
 from ..checks.optional import require
 from ..learn.model import load_trained
-from .draw import DPI, FIGSIZE, FrameDrawing
+from .draw import FrameDrawing, part_widths
 from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
 from .frame import (
     D_MODELS,
@@ -150,8 +150,11 @@ class Explorer(widgets.VBox):
     drawing : FrameDrawing
         The figure (``drawing.head_images``, ``drawing.pca_inputs``, ...).
     readout, explanation : ipywidgets.HTML
-    image : ipywidgets.Image
-        The rendered figure (PNG bytes in ``image.value``).
+    images : tuple of two ipywidgets.Image
+        The rendered figure in two parts, the heatmaps and the PCA plot (PNG bytes in
+        ``.value``, ``SCALE`` pixels per CSS pixel), side by side where the page is wide enough.
+    picture : bytes
+        The whole figure as shown now, as one PNG.
     token_error : str or None
         Why the tokens box's text cannot be drawn, or None.
     note : str or None
@@ -196,9 +199,10 @@ class Explorer(widgets.VBox):
             control = getattr(self, name)
             control._name, control._fixed = name, True
         self.readout, self.explanation = widgets.HTML(), widgets.HTML()
-        # Shown at its own width, never stretched (a stretched PNG blurs); narrower on a phone.
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=f"{round(FIGSIZE[0] * DPI)}px",
-                                                                       max_width="100%", height="auto"))
+        # Each part at its own width, never stretched (a stretched PNG blurs); narrower on a phone.
+        self.images = tuple(widgets.Image(format="png", layout=widgets.Layout(width=f"{width:g}px", max_width="100%",
+                                                                              height="auto"))
+                            for width in part_widths())
         self.drawing = FrameDrawing()
         self.token_error, self.note, self.state, self.frame = None, None, None, None
         self._tokens = state.tokens  # the last tokens that could be drawn (explorer() checked these)
@@ -224,7 +228,8 @@ class Explorer(widgets.VBox):
         ])
         style_sheet = widgets.HTML(_HIDE_STATIC_COPY, layout=widgets.Layout(display="none"))
         super().__init__([widgets.HBox([label("weights"), self.trained_weights], layout=_WRAP),
-                          self._untrained_controls, self._trained_controls, self.readout, self.image,
+                          self._untrained_controls, self._trained_controls, self.readout,
+                          widgets.HBox(self.images, layout=widgets.Layout(flex_flow="row wrap")),
                           self.explanation, style_sheet])
         self.add_class(_EXPLORER_CLASS)
         self.update()
@@ -247,7 +252,7 @@ class Explorer(widgets.VBox):
         """The two outputs a notebook cell gets: the widget's bundle, then a static PNG of the picture."""
         import base64
 
-        static_copy = {"image/png": base64.b64encode(self.image.value).decode("ascii"), "text/plain": STATIC_COPY_TEXT}
+        static_copy = {"image/png": base64.b64encode(self.picture).decode("ascii"), "text/plain": STATIC_COPY_TEXT}
         return [self._repr_mimebundle_(), static_copy]
 
     def static_copy_metadata(self):
@@ -260,6 +265,10 @@ class Explorer(widgets.VBox):
         if self._model is None:
             self._model = load_trained()
         return self._model
+
+    @property
+    def picture(self):
+        return self.drawing.png()
 
     @property
     def renders(self):
@@ -334,7 +343,8 @@ class Explorer(widgets.VBox):
         self.state, self.frame, self.note = state, frame, note
         self.readout.value = readout_html(frame, note)
         self.explanation.value = explanation_html(frame)
-        self.image.value = self.drawing.draw(frame)
+        for image, png in zip(self.images, self.drawing.draw(frame), strict=True):
+            image.value = png
 
 
 _blas = []  # one ThreadpoolController for the process: building one inspects every loaded library

@@ -6,12 +6,18 @@ before and after the layer in one PCA plane, with an arrow from each input to it
 :class:`FrameDrawing` keeps one :class:`~matplotlib.figure.Figure` for its whole life (never
 registered with pyplot, so nothing accumulates in ``plt``). Drawing a new frame updates the
 artists in place; a new ``num_heads`` shows, hides and moves heatmap panels made once,
-``MAX_HEADS`` of them. The figure is drawn at the width of a page's text column (750 pixels),
-with no text smaller than 8 points (11 pixels).
+``MAX_HEADS`` of them.
+
+The figure is laid out for a page's text column, 750 CSS pixels wide with no text smaller
+than 9 points (12.5 CSS pixels), and rendered at ``SCALE`` bitmap pixels per CSS pixel, so it
+stays sharp on high-density screens. :meth:`FrameDrawing.draw` returns it as two PNGs cut at
+``SPLIT``, the heatmaps (450 CSS pixels wide) and the PCA plot (300): side by side on a wide
+page, one above the other on a phone, where a 360-pixel column still shows 10-pixel text.
 """
 
-import io
 import math
+import struct
+import zlib
 from collections import OrderedDict
 
 import numpy as np
@@ -19,14 +25,16 @@ import numpy as np
 from ..checks.optional import require
 from .frame import MAX_HEADS, MAX_SEQ_LEN, SHOWN, padded_length
 
-FIGSIZE = (7.5, 4.25)  # inches, the same for every setting: 750 x 425 pixels at DPI (exact in binary: every
-# matplotlib rounds 7.5 * 100 and 4.25 * 100 the same way, where 4.1 * 100 = 409.999... did not)
-DPI = 100
-FONT, SMALL = 9, 8  # points: titles and labels, ticks
-_HEADS_BOX = (0.03, 0.1, 0.56, 0.84)  # left, bottom, right, top of the heatmap area (figure fraction)
-_PCA_BOX = (0.716, 0.06, 0.988, 0.8)  # right edge on a whole pixel (741)
+FIGSIZE = (7.5, 4.25)  # inches, the same for every setting: 750 x 425 CSS pixels at DPI (exact in binary:
+# every matplotlib rounds 7.5 * 100 and 4.25 * 100 the same way, where 4.1 * 100 = 409.999... did not)
+DPI = 100  # CSS pixels per inch where the picture is shown
+SCALE = 2  # bitmap pixels per CSS pixel (a "2x" picture)
+SPLIT = 0.6  # figure fraction where the heatmaps' part ends and the PCA plot's begins (450 CSS pixels)
+FONT, SMALL = 10, 9  # points: titles and labels, ticks
+_HEADS_BOX = (0.01, 0.09, 0.5, 0.77)  # left, bottom, right, top of the heatmap area (figure fraction)
+_PCA_BOX = (0.68, 0.06, 0.988, 0.8)  # right edge on a whole pixel (741)
 _INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
-BACKGROUNDS = 16  # static backgrounds kept, the most recently shown (1.3 MB each)
+BACKGROUNDS = 8  # static backgrounds kept, the most recently shown (5.1 MB each)
 
 
 def _grid(num_heads):
@@ -67,8 +75,42 @@ def colormap():
     return require("matplotlib").colormaps["Blues"].with_extremes(bad="#c8c8c8")
 
 
+def split_column():
+    """The bitmap column where the heatmaps' PNG ends and the PCA plot's begins."""
+    return round(SPLIT * FIGSIZE[0] * DPI * SCALE)
+
+
+def part_widths():
+    """``(heatmaps, pca)``: the CSS widths, in pixels, at which the two PNGs of :meth:`FrameDrawing.draw` show."""
+    total = round(FIGSIZE[0] * DPI * SCALE)
+    return split_column() / SCALE, (total - split_column()) / SCALE
+
+
+def png_bytes(rgb):
+    """Encode an ``(height, width, 3)`` uint8 array as PNG, fast: no row filter, zlib's fastest level.
+
+    Pillow's encoder tries a filter per row and takes about twice as long on the explorer's
+    pictures, for files a few percent smaller.
+    """
+    if not isinstance(rgb, np.ndarray) or rgb.dtype != np.uint8:
+        what = f"an array of dtype {rgb.dtype}" if isinstance(rgb, np.ndarray) else f"{type(rgb).__name__}"
+        raise TypeError(f"rgb must be a NumPy array of dtype uint8, shape (height, width, 3); got {what}")
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or 0 in rgb.shape:
+        raise ValueError(f"rgb must have shape (height, width, 3) with height, width >= 1; got shape {rgb.shape}")
+    height, width, _ = rgb.shape
+    rows = np.zeros((height, 1 + 3 * width), np.uint8)  # each row: filter type 0, then its pixels
+    rows[:, 1:] = rgb.reshape(height, 3 * width)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits per channel, RGB
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
+            + chunk(b"IEND", b""))
+
+
 class FrameDrawing:
-    """The explorer's figure; :meth:`draw` shows a frame and returns the picture as PNG bytes.
+    """The explorer's figure; :meth:`draw` shows a frame and returns the picture as two PNGs.
 
     Attributes
     ----------
@@ -89,7 +131,7 @@ class FrameDrawing:
         from matplotlib.colors import Normalize
         from matplotlib.figure import Figure
 
-        self.figure = Figure(figsize=FIGSIZE, dpi=DPI)
+        self.figure = Figure(figsize=FIGSIZE, dpi=DPI * SCALE)
         self._canvas = FigureCanvasAgg(self.figure)
         self._cmap = colormap()
         self._build_pca_panel()
@@ -101,12 +143,12 @@ class FrameDrawing:
         bar = self.figure.colorbar(ScalarMappable(Normalize(0.0, 1.0), self._cmap), cax=self._colorbar_axes)
         bar.set_label("attention weight", fontsize=SMALL)
         bar.ax.tick_params(labelsize=SMALL)
-        self._title = self.figure.text(0.5 * (_HEADS_BOX[0] + _HEADS_BOX[2]), 0.985, "", ha="center", va="bottom",
+        self._title = self.figure.text(0.5 * SPLIT, 0.985, "", ha="center", va="bottom",
                                        fontsize=FONT, linespacing=1.3)
         self.renders = 0
 
     def draw(self, frame):
-        """Show ``frame`` and return the figure as PNG bytes."""
+        """Show ``frame``; return ``(heatmaps, pca)``, the figure's two parts as PNG bytes (see ``SPLIT``)."""
         state, weights, num_heads, seq_len = frame.state, frame.weights, frame.num_heads, frame.seq_len
         if num_heads != self._head_count:
             self._layout_head_panels(num_heads)
@@ -120,17 +162,26 @@ class FrameDrawing:
             image.set_extent(extent)
         self._update_pca_panel(frame)
         self.renders += 1
-        return self._render_png(layout)
+        self._render(layout)
+        rgb, column = self._pixels(), split_column()
+        return png_bytes(rgb[:, :column]), png_bytes(rgb[:, column:])
+
+    def png(self):
+        """The whole figure, as last drawn, as PNG bytes."""
+        return png_bytes(self._pixels())
+
+    def _pixels(self):
+        return np.asarray(self._canvas.buffer_rgba())[..., :3]  # (height, width, 3) uint8, a view
 
     def min_font_px(self):
-        """The smallest visible, non-empty text of the picture, in pixels of its PNG."""
+        """The smallest visible, non-empty text of the picture, in pixels of its PNG (``SCALE`` per CSS pixel)."""
         from matplotlib.text import Text
 
         sizes = [t.get_fontsize() for t in self.figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
         return round(min(sizes) * self.figure.dpi / 72, 2)
 
-    def _render_png(self, layout):
-        """Draw the figure and encode it as PNG bytes.
+    def _render(self, layout):
+        """Draw the figure on its canvas.
 
         Everything that changes on every frame (heatmaps, points, arrows, labels) is an
         *animated* artist, left out of ``canvas.draw()``. The rest -- frames, ticks, titles,
@@ -151,10 +202,6 @@ class FrameDrawing:
         self._canvas.restore_region(self._backgrounds[layout])
         for artist in self._animated():
             self.figure.draw_artist(artist)
-        rgba = np.asarray(self._canvas.buffer_rgba())  # (height, width, 4) uint8
-        buffer = io.BytesIO()
-        require("PIL.Image").fromarray(rgba[..., :3]).save(buffer, format="png", compress_level=1)
-        return buffer.getvalue()
 
     def _animated(self):
         """The artists redrawn for every frame, in drawing order."""
@@ -250,7 +297,8 @@ class FrameDrawing:
         if state.trained and seq_len <= 16:
             ticks = np.arange(seq_len)
         else:
-            ticks = MaxNLocator(nbins=4, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
+            bins = 3 if len(self.head_axes) > 4 else 4  # narrower panels: fewer ticks, or "10" meets "15"
+            ticks = MaxNLocator(nbins=bins, integer=True, min_n_ticks=2).tick_values(0, seq_len - 1)
             ticks = ticks[(ticks >= 0) & (ticks <= seq_len - 1)].astype(int)
         labels = [frame.labels[t] for t in ticks]
         limits = (-0.5, seq_len - 0.5)
@@ -266,10 +314,10 @@ class FrameDrawing:
                 axis.set_ticks(ticks if outer else [], labels=labels if outer else [])
         if state.trained:
             where = "no positions" if state.position_mode == "none" else "learned positions"
-            self._title.set_text(f"attention weights, layer {state.layer} of the trained model ({where})\n"
-                                 "row = query, column = key  ·  grey = masked (causal)")
+            self._title.set_text(f"attention weights, layer {state.layer} of the trained model\n({where})  ·  "
+                                 "row = query, column = key\ngrey = masked (causal)")
             return
-        grey = {"none": "", "causal": "  ·  grey = masked", "padding": "  ·  grey = masked padding"}
+        grey = {"none": "", "causal": "\ngrey = masked", "padding": "\ngrey = masked padding"}
         rope = "RoPE, " if state.position_mode == "rope" else ""
-        self._title.set_text(f"attention weights, sequence {SHOWN + 1} of a batch of 2 ({rope}untrained)\n"
+        self._title.set_text(f"attention weights, sequence {SHOWN + 1} of a batch of 2\n({rope}untrained)  ·  "
                              f"row = query, column = key{grey[state.mask]}")
