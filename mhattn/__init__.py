@@ -15,9 +15,9 @@ The folders are the layers, each with a docstring that says what it holds and ma
 - :mod:`mhattn.pictures` and :mod:`mhattn.explorer` -- the chapter's figures and its live
   explorer.
 
-The library needs NumPy only. The pictures, the PCA view and the explorer's widget need
-matplotlib, scikit-learn and ipywidgets, which ``pip install "mhattn[chapter]"`` installs;
-without them, those functions raise an ``ImportError`` that says so.
+The library needs NumPy only, the PCA view of where tokens move included. The pictures and
+the explorer's widget need matplotlib and ipywidgets, which ``pip install "mhattn[chapter]"``
+installs; without them, those functions raise an ``ImportError`` that says so.
 """
 
 from .core.attention import scaled_dot_product_attention

@@ -78,9 +78,10 @@ print("inputs:", inputs.shape, " outputs:", outputs.shape)
 #
 # We want to draw an arrow from each token's input to its output, so both ends must be
 # in the **same** coordinates. We therefore stack the 6 inputs and 6 outputs into one
-# cloud of 12 points and fit a single PCA to it. `embedding_shift_2d` does that, and
-# fixes the sign of each axis (scikit-learn's own choice of sign has changed between
-# releases):
+# cloud of 12 points and fit a single PCA to it. `embedding_shift_2d` does that with
+# one SVD: centre the cloud, and the top two right singular vectors are PCA's two
+# directions (the squared singular values are the variance along each). It also fixes
+# the sign of each axis, so that every run draws the same picture:
 
 # %%
 show_source(embedding_shift_2d)

@@ -39,7 +39,7 @@ COPIED = {
     "mhattn.scaled_dot_product_attention": "41b74d7797c2494d",
     "mhattn.softmax": "9e08f82a6ddde1c1",
     "mhattn.core.positions.apply_rope": "58c2a1c14d746fca",
-    "mhattn.pictures.embedding_shift.embedding_shift_2d": "a7e3c00e85324a3c",
+    "mhattn.pictures.embedding_shift.embedding_shift_2d": "0b4e1e5d7a4f4bbc",
     "mhattn.learn.circuits.previous_token_score": "e37698649cfe6c0b",
     "mhattn.learn.circuits.prefix_matching_score": "24519407c99458a6",
     "mhattn.causal_mask": "becc07404db940e5",

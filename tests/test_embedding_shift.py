@@ -1,4 +1,4 @@
-"""embedding_shift_2d: one PCA plane for inputs and outputs, checked against an SVD."""
+"""embedding_shift_2d: one PCA plane for inputs and outputs, checked against scikit-learn's PCA."""
 
 import re
 
@@ -10,26 +10,26 @@ from mhattn.pictures.embedding_shift import embedding_shift_2d
 from mhattn.pictures.source import show_source
 
 
-def svd_projection(inputs, outputs):
-    """Independent PCA: centre the stacked rows, project on the top two right singular vectors."""
-    stacked = np.vstack([inputs, outputs])
-    centred = stacked - stacked.mean(axis=0)
-    _, singular_values, Vt = np.linalg.svd(centred, full_matrices=False)
-    points = centred @ Vt[:2].T
-    ratio = singular_values[:2] ** 2 / (singular_values**2).sum()
-    return points, ratio, Vt[:2]
-
-
-def test_agrees_with_an_svd_up_to_each_components_sign():
-    rng = np.random.default_rng(0)
-    inputs, outputs = rng.standard_normal((7, 10)), rng.standard_normal((7, 10)) * 2
+@pytest.mark.parametrize("seed, seq_len, d_model", [(0, 7, 10), (3, 2, 5), (4, 32, 64), (5, 20, 3)])
+def test_agrees_with_scikit_learns_pca_up_to_each_components_sign(seed, seq_len, d_model):
+    """scikit-learn (an independent implementation) gives the same plane and variance shares."""
+    PCA = pytest.importorskip("sklearn.decomposition").PCA
+    rng = np.random.default_rng(seed)
+    inputs, outputs = rng.standard_normal((seq_len, d_model)), rng.standard_normal((seq_len, d_model)) * 2
     inputs_2d, outputs_2d, ratio = embedding_shift_2d(inputs, outputs)
-    points, expected_ratio, _ = svd_projection(inputs, outputs)
+    pca = PCA(n_components=2, svd_solver="full").fit(np.vstack([inputs, outputs]))
+    points = pca.transform(np.vstack([inputs, outputs]))  # (2 * seq_len, 2)
     ours = np.vstack([inputs_2d, outputs_2d])
+    scale = np.abs(points).max()  # the rounding of two SVDs of the same matrix, relative to its size
     for c in range(2):
         sign = np.sign(ours[:, c] @ points[:, c])
-        np.testing.assert_allclose(ours[:, c], sign * points[:, c], atol=1e-10)
-    np.testing.assert_allclose(ratio, expected_ratio, rtol=1e-10)
+        np.testing.assert_allclose(ours[:, c], sign * points[:, c], atol=1e-12 * scale)
+    np.testing.assert_allclose(ratio, pca.explained_variance_ratio_, rtol=1e-12)
+
+
+def test_the_same_vector_everywhere_spans_no_plane():
+    with pytest.raises(ValueError, match="inputs and outputs must not all be the same vector"):
+        embedding_shift_2d(np.ones((3, 4)), np.ones((3, 4)))
 
 
 def test_signs_are_fixed_so_the_largest_loading_is_positive():

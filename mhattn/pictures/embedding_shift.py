@@ -3,10 +3,6 @@
 import numpy as np
 
 from .. import checks
-from ..checks.optional import require
-
-# scikit-learn comes with the chapter's extra (mhattn's core needs NumPy only): without it,
-# embedding_shift_2d raises an ImportError that says `pip install "mhattn[chapter]"`.
 
 
 def embedding_shift_2d(inputs, outputs):
@@ -32,9 +28,11 @@ def embedding_shift_2d(inputs, outputs):
 
     Notes
     -----
-    Each component's sign is fixed so that its largest-magnitude loading is positive
-    (scikit-learn's own sign convention has changed between releases); the picture is
-    then the same on every run and every version.
+    The PCA is an SVD of the centred stack, as notebook 05 derives it: the same plane as
+    scikit-learn's ``PCA(n_components=2)`` (the tests compare the two), without the seconds that
+    importing scikit-learn costs each time the explorer starts. Each component's sign is fixed
+    so that its largest-magnitude loading is positive (scikit-learn's own sign convention has
+    changed between releases); the picture is then the same on every run and every version.
     """
     inputs, outputs = (checks.real_array(n, a) for n, a in (("inputs", inputs), ("outputs", outputs)))
     checks.ndim("inputs", inputs, 2, "(seq_len, d_model)")
@@ -43,9 +41,13 @@ def embedding_shift_2d(inputs, outputs):
     if inputs.shape[0] < 2:
         raise ValueError(f"inputs must hold at least 2 tokens for a 2-D PCA; got shape {inputs.shape}")
     stacked = np.vstack([inputs, outputs]).astype(np.float64)  # (2 * seq_len, d_model)
-    PCA = require("sklearn.decomposition").PCA  # scikit-learn, imported when first needed
-    pca = PCA(n_components=2, svd_solver="full").fit(stacked)
-    signs = np.sign(pca.components_[np.arange(2), np.abs(pca.components_).argmax(axis=1)])  # (2,)
-    points = (stacked - pca.mean_) @ (pca.components_.T * signs)  # (2 * seq_len, 2)
+    centred = stacked - stacked.mean(axis=0)  # (2 * seq_len, d_model)
+    _, singular, axes = np.linalg.svd(centred, full_matrices=False)  # rows of axes: the principal axes
+    variance = singular**2  # each axis's share of the variance, up to a common factor
+    if variance.sum() == 0:
+        raise ValueError("inputs and outputs must not all be the same vector: they span no plane to project on")
+    components = axes[:2]  # (2, d_model)
+    signs = np.sign(components[np.arange(2), np.abs(components).argmax(axis=1)])  # (2,)
+    points = centred @ (components.T * signs)  # (2 * seq_len, 2)
     seq_len = inputs.shape[0]
-    return points[:seq_len], points[seq_len:], pca.explained_variance_ratio_
+    return points[:seq_len], points[seq_len:], variance[:2] / variance.sum()
