@@ -49,8 +49,10 @@ EOF
 )
 echo "+ pins:" $pins
 start=$SECONDS
+# --no-compile: the byte code of the modules a test imports is written when it first does;
+# compiling every file of every package (JupyterLab, Sphinx, ...) here would cost minutes of CPU.
 # shellcheck disable=SC2086 # one argument per pin
-"$VENV/bin/python" -m pip install -q -e ".[test]" $pins
+"$VENV/bin/python" -m pip install -q --no-compile -e ".[test]" $pins
 echo "+ installed in $((SECONDS - start)) s"
 "$VENV/bin/python" -m pip check
 
@@ -63,7 +65,8 @@ tests_start=$SECONDS
 tests_status=0
 # A test marked `retrains` checks a claim of the chapter on a fresh training run, not a
 # dependency: the main job runs it.
-env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider -m "not retrains" tests notebooks \
+# On every core, as the README's command (each worker with one BLAS thread, as set for this job).
+env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n auto --dist loadfile -m "not retrains" tests notebooks \
   --ignore=tests/test_browser.py --ignore=tests/test_book.py --ignore=tests/test_binder.py \
   --ignore=tests/test_book_explorer.py --ignore=tests/test_book_live_figures.py || tests_status=$?
 echo "+ tests and notebooks took $((SECONDS - tests_start)) s"
