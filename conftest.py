@@ -12,12 +12,24 @@ collects, so ``pytest tests/test_softmax.py`` runs the same with or without it:
 Options given on the command line win. Without nbval, a notebook that the run collects is
 skipped with the command that installs it (under ``CI=true`` that is a failure), instead
 of being silently left out.
+
+It also loads a Hypothesis profile without a deadline: no test here is timed (speed is
+measured in ``benchmarks/``), and Hypothesis's 200 ms per example fails a correct test on a
+busy machine.
 """
 
 import os
 from pathlib import Path
 
 import pytest
+
+try:
+    from hypothesis import settings
+except ImportError:  # only the property tests need Hypothesis
+    pass
+else:
+    settings.register_profile("mhattn", deadline=None)
+    settings.load_profile("mhattn")
 
 ROOT = Path(__file__).resolve().parent
 SANITIZE = ROOT / "notebooks" / "nbval_sanitize.cfg"
