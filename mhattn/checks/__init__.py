@@ -1,36 +1,25 @@
-"""The doors: every argument check of the package, and the one decorator, kept out of the teaching code.
+"""The doors: every argument check of the package, and the one door that runs them.
 
-Every public function of the teaching path carries one decorator line,
-``@checked(some_args)``. The decorator validates the arguments *once*, at the package's
-boundary, so that a beginner's mistake ends in a ``ValueError`` or ``TypeError`` naming the
-argument, what was expected and what arrived, never in NumPy's broadcasting message deep
-inside a matmul. What it does, in order:
+The package shows a *surface*: the names in the ``__all__`` of :mod:`mhattn` and of its public
+subpackages (:mod:`mhattn.engine`, :mod:`mhattn.learn`, :mod:`mhattn.pictures`,
+:mod:`mhattn.explorer`). Every call through the surface is checked, whoever makes it, so that a
+mistake ends in a ``ValueError`` or ``TypeError`` naming the argument, what was expected and
+what arrived, never in NumPy's broadcasting message deep inside a matmul:
 
-1. ``some_args(**arguments)`` checks and normalises the arguments (lists become arrays,
-   integers become float64, float16 becomes float32) and says in which dtype the result
-   goes back (float16 in, float16 out: computed in float32, as PyTorch does on the CPU);
-2. the function runs, with NumPy's floating-point warnings silenced, because
-3. the result is checked instead: finite inputs that give a non-finite result overflowed
-   (scores beyond float32's 3.4e38, say), and that is a ``FloatingPointError`` saying so,
-   never a silent NaN.
+- a free function is shown as ``door(plain_function, its_check)`` in its package's
+  ``__init__``; the plain function stays in its own module, and the package's own code calls
+  that one, unchecked;
+- a public class checks in its public methods, each carrying ``@checked(its_check)``.
 
-A layer of the chapter calling another (``softmax`` inside attention, ``split_heads`` inside
-the module, the engine's tiles) skips all three steps: its arguments were made by a layer
-that was itself checked. Trust follows the folder (:func:`trusted`): a call from any module
-of ``mhattn.core`` or ``mhattn.engine`` is trusted, whatever the module is called.
-Everything else is checked, because its arguments come from a caller: user code, and the
-package's public objects built on the layers (the model, the trainer, the explorer), whose
-inputs (tokens, a checkpoint's weights) arrive from outside. Those objects also check at
-their own door, so their errors name their own arguments. The rule reads the calling
-module's name, never state, so threads and user code that runs inside a call (a subclass's
-hook, a cache) cannot see or change it. One more duty: if a call that extended a KV cache
-fails (an overflow, a KeyboardInterrupt), the cache is put back as it was, so a retry does
-not cache twice; the cache does that itself (:meth:`mhattn.KVCache.undo_on_error`), and the
-door only runs the call inside it.
+What a door does, in order (:mod:`.door`): the check normalises the arguments (lists become
+arrays, integers float64, float16 float32) and names the result's dtype; the plain code runs
+with NumPy's floating-point warnings silenced; the result is checked, so finite inputs that
+overflow raise ``FloatingPointError`` instead of returning NaN. Nothing here reads the call
+stack: a door never asks who is calling.
 
 What lives where (this package imports only NumPy and itself; everything else imports it):
 
-- :mod:`.door`: :func:`checked`, :func:`moves_numbers` and the trust rule;
+- :mod:`.door`: :func:`door`, :func:`checked`, :func:`moves_numbers`;
 - :mod:`.values`: single values and arrays (ints, flags, seeds, dtypes, masks, the one
   overflow message);
 - :mod:`.layers`, :mod:`.positions`, :mod:`.module`: the arguments of the teaching path;
@@ -38,7 +27,7 @@ What lives where (this package imports only NumPy and itself; everything else im
 - :mod:`.optional`: optional dependencies, imported when first used.
 """
 
-from .door import TRUSTED_LAYERS, checked, moves_numbers, trusted
+from .door import checked, door, moves_numbers
 from .layers import attention_args, combine_heads_args, dropout, scores_fit, softmax_args, split_heads_args
 from .model import (
     ablate,

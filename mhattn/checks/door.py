@@ -1,59 +1,64 @@
-"""The one decorator, :func:`checked`: validate a public function's arguments, run it, check its result.
+"""The one door: check a public call's arguments, run the plain code, check its result.
 
-Trust follows the folder: a call from a module inside the teaching path (``mhattn.core``) or
-the engine (``mhattn.engine``) skips the checks, because its arguments were made by a layer
-that was itself checked. Every other caller (user code, and the package's own learning code,
-pictures and explorer, whose inputs arrive from outside) is checked.
+A door is built from the plain function and the function that checks its arguments:
+``door(function, check_arguments)``. Free functions get theirs where the package shows them
+(``mhattn/__init__.py`` and each public subpackage's ``__init__``), so that the plain function,
+in its own module, is what the package calls inside; a public class's methods carry theirs
+as a decorator, ``@checked(check_arguments)``, the same door. What a door does, in order:
+
+1. ``check_arguments(**arguments)`` checks and normalises the arguments (lists become arrays,
+   integers float64, float16 float32) and says in which dtype the result goes back
+   (float16 in, float16 out: computed in float32, as PyTorch does on the CPU); it may add a
+   context manager that the call runs inside (a KV cache that undoes a failed step);
+2. the plain function runs, with NumPy's floating-point warnings silenced, because
+3. the result is checked instead: finite inputs that give a non-finite result overflowed,
+   and that is a ``FloatingPointError`` saying so, never a silent NaN.
+
+Every call through a door is checked: no door asks who is calling.
 """
 
-import contextlib
 import functools
 import inspect
-import sys
 
 import numpy as np
 
 from .values import overflow_error
 
-_PACKAGE = __name__.split(".")[0]  # "mhattn"
-TRUSTED_LAYERS = (f"{_PACKAGE}.core", f"{_PACKAGE}.engine")  #: packages whose calls to each other skip the checks
 
-
-def trusted(module_name):
-    """Is a call from the module ``module_name`` one layer calling another (no checks needed)?
-
-    True for every module inside :data:`TRUSTED_LAYERS` (the package itself or any module under
-    it), whatever its file is called: a module moved within a layer keeps its trust.
-    """
-    return any(module_name == layer or module_name.startswith(layer + ".") for layer in TRUSTED_LAYERS)
-
-
-def checked(check_arguments, *, results_finite=True):
-    """Decorator: validate with ``check_arguments``, run, then check the result for overflow.
+def door(function, check_arguments, *, results_finite=True):
+    """``function`` behind a door: ``check_arguments``, then ``function``, then its result checked.
 
     ``check_arguments`` takes the function's arguments by name and returns
     ``(arguments, result_dtype)``: the normalised arguments, and the dtype to cast array
-    results to (None to leave them as computed); or ``(arguments, result_dtype, guard)``,
-    with ``guard`` a context manager the call runs inside (a KV cache's
-    :meth:`~mhattn.KVCache.undo_on_error`). ``results_finite=False`` skips the overflow
-    check, for functions that only move numbers around (:func:`mhattn.split_heads`).
+    results to (None to leave them as computed); or ``(arguments, result_dtype, guard)``, with
+    ``guard`` a context manager the call runs inside. ``results_finite=False`` skips the
+    overflow check, for functions that only move numbers around (:func:`mhattn.split_heads`).
+    The plain function stays reachable as ``__wrapped__`` (what :func:`show_source` shows).
     """
+    bind = _binder(function)
+    name = function.__qualname__
 
-    def decorate(function):
-        bind = _binder(function)
+    @functools.wraps(function)
+    def checked_call(*args, **kwargs):
+        arguments, result_dtype, *guard = check_arguments(**bind(args, kwargs))
+        if guard:
+            with guard[0], np.errstate(all="ignore"):  # overflow is reported below, with a clear message
+                return _finish(name, function(**arguments), result_dtype, results_finite)
+        with np.errstate(all="ignore"):
+            return _finish(name, function(**arguments), result_dtype, results_finite)
 
-        @functools.wraps(function)
-        def wrapper(*args, **kwargs):
-            if trusted(sys._getframe(1).f_globals.get("__name__", "")):  # one layer calling another
-                return function(*args, **kwargs)
-            arguments, result_dtype, *guard = check_arguments(**bind(args, kwargs))
-            with guard[0] if guard else contextlib.nullcontext():  # e.g. a KV cache that undoes a failed step
-                with np.errstate(all="ignore"):  # overflow is reported below, with a clear message
-                    return _finish(function.__qualname__, function(**arguments), result_dtype, results_finite)
+    checked_call.__door__ = check_arguments  # what the door checks (the door test reads it)
+    return checked_call
 
-        return wrapper
 
-    return decorate
+def checked(check_arguments, *, results_finite=True):
+    """:func:`door` as a decorator, for the methods of a public class."""
+    return functools.partial(door, check_arguments=check_arguments, results_finite=results_finite)
+
+
+def moves_numbers(check_arguments):
+    """:func:`checked` for functions that only move numbers around: no overflow check on the result."""
+    return checked(check_arguments, results_finite=False)
 
 
 def _binder(function):
@@ -67,6 +72,8 @@ def _binder(function):
     positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
     defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
     names = set(signature.parameters)
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+        raise TypeError(f"a door needs named parameters only; {function.__qualname__} has {signature}")
 
     def bind(args, kwargs):
         arguments = dict(zip(positional, args, strict=False))  # fewer args than names: the rest by keyword
@@ -86,15 +93,12 @@ def _binder(function):
 
 def _finish(name, result, result_dtype, results_finite):
     """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``."""
-    items = result if isinstance(result, tuple) else (result,)
+    single = not isinstance(result, tuple)
+    items = (result,) if single else result
     if result_dtype is not None:  # cast first: a float32 result beyond 65504 is inf in float16
         items = tuple(item.astype(result_dtype) if isinstance(item, np.ndarray) else item for item in items)
-    for item in items:
-        if results_finite and isinstance(item, np.ndarray) and item.dtype.kind == "f" and not np.isfinite(item).all():
-            raise overflow_error(name, item.dtype)
-    return items if isinstance(result, tuple) else items[0]
-
-
-def moves_numbers(check_arguments):
-    """:func:`checked` for functions that only move numbers around: no overflow check on the result."""
-    return checked(check_arguments, results_finite=False)
+    if results_finite:
+        for item in items:
+            if isinstance(item, np.ndarray) and item.dtype.kind == "f" and not np.isfinite(item).all():
+                raise overflow_error(name, item.dtype)
+    return items[0] if single else items
