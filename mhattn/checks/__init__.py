@@ -43,15 +43,7 @@ from .model import (
     tokens,
     write_atomic,
 )
-from .module import (
-    MODULE_MASK_LAYOUTS,
-    forward_args,
-    head_counts,
-    module_mask,
-    separate_weights,
-    torch_attention,
-    weight,
-)
+from .module import MODULE_MASK_LAYOUTS, head_counts, module_mask, weight
 from .optional import require
 from .positions import (
     angles_args,

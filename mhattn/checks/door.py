@@ -25,7 +25,7 @@ import numpy as np
 from .values import overflow_error
 
 
-def door(function, check_arguments, *, results_finite=True):
+def door(function, check_arguments, *, results_finite=True, moved=None):
     """``function`` behind a door: ``check_arguments``, then ``function``, then its result checked.
 
     ``check_arguments`` takes the function's arguments by name and returns
@@ -33,9 +33,11 @@ def door(function, check_arguments, *, results_finite=True):
     results to (None to leave them as computed); or ``(arguments, result_dtype, guard)``, with
     ``guard`` a context manager the call runs inside. ``results_finite=False`` skips the
     overflow check, for functions that only move numbers around (:func:`mhattn.split_heads`).
-    The plain function stays reachable as ``__wrapped__`` (what :func:`show_source` shows).
+    ``moved`` maps keyword arguments that the function no longer takes to a sentence saying
+    where they went, raised as the ``TypeError``. The plain function stays reachable as
+    ``__wrapped__`` (what :func:`mhattn.pictures.show_source` shows).
     """
-    bind = _binder(function)
+    bind = _binder(function, moved or {})
     name = function.__qualname__
 
     @functools.wraps(function)
@@ -51,9 +53,9 @@ def door(function, check_arguments, *, results_finite=True):
     return checked_call
 
 
-def checked(check_arguments, *, results_finite=True):
+def checked(check_arguments, *, results_finite=True, moved=None):
     """:func:`door` as a decorator, for the methods of a public class."""
-    return functools.partial(door, check_arguments=check_arguments, results_finite=results_finite)
+    return functools.partial(door, check_arguments=check_arguments, results_finite=results_finite, moved=moved)
 
 
 def moves_numbers(check_arguments):
@@ -61,7 +63,7 @@ def moves_numbers(check_arguments):
     return checked(check_arguments, results_finite=False)
 
 
-def _binder(function):
+def _binder(function, moved):
     """A fast ``inspect.Signature.bind`` for ``function``: ``bind(args, kwargs)`` -> every argument by name.
 
     The common call (known names, nothing missing) costs a dict update instead of the ~5 us
@@ -81,6 +83,9 @@ def _binder(function):
             arguments = defaults | arguments | kwargs
             if len(arguments) == len(names):
                 return arguments
+        gone = [name for name in kwargs if name in moved and name not in names]
+        if gone:
+            raise TypeError(f"{function.__qualname__}() takes no {gone[0]}=: {moved[gone[0]]}")
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as error:
@@ -92,7 +97,12 @@ def _binder(function):
 
 
 def _finish(name, result, result_dtype, results_finite):
-    """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``."""
+    """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``.
+
+    ``result`` is an array, a tuple of results, or a dict of arrays (gradients by name).
+    """
+    if isinstance(result, dict):
+        return dict(zip(result, _finish(name, tuple(result.values()), result_dtype, results_finite), strict=True))
     single = not isinstance(result, tuple)
     items = (result,) if single else result
     if result_dtype is not None:  # cast first: a float32 result beyond 65504 is inf in float16

@@ -6,6 +6,7 @@ broadcasting message, or a silent broadcast), a non-finite gradient, a head coun
 not divide the width. Arrays become float arrays as at every door (:func:`~.values.real_array`).
 """
 
+from .module import head_counts, module_mask, tokens
 from .positions import position_array, rope_base_value, rope_input
 from .values import compute_dtype, finite, ndim, positive_int, real_array
 
@@ -106,3 +107,18 @@ def rope_interleaved_vjp_args(d_rotated, positions, base):
     """Arguments of :func:`mhattn.core.grad.rope_interleaved_vjp`: the forward's rules, checked before negating."""
     arguments, result_dtype = rope_input("d_rotated", d_rotated, positions, base)  # int64 in [-2**53, 2**53]
     return {"d_rotated": arguments.pop("x")} | arguments, result_dtype
+
+
+def multihead_vjp_args(x, W_qkv, W_o, num_heads, mask):
+    """Arguments of :func:`mhattn.multihead_vjp`: the plain module's input, weights and mask."""
+    num_heads = positive_int("num_heads", num_heads)
+    W_o = _real("W_o", W_o, 2)
+    d_model, num_heads, _ = head_counts(W_o.shape[0], num_heads)
+    x = tokens("x", x, d_model)
+    W_qkv = _real("W_qkv", W_qkv, 2)
+    for name, array, shape in (("W_qkv", W_qkv, (d_model, 3 * d_model)), ("W_o", W_o, (d_model, d_model))):
+        if array.shape != shape:
+            raise ValueError(f"{name} must have shape {shape} (d_model = {d_model} from W_o); got shape {array.shape}")
+    mask = module_mask(mask, (x.shape[0], num_heads, x.shape[1], x.shape[1]))
+    arrays, result_dtype = _cast({"x": x, "W_qkv": W_qkv, "W_o": W_o})
+    return arrays | {"num_heads": num_heads, "mask": mask}, result_dtype

@@ -31,7 +31,7 @@ def softmax_args(x, axis):
     return {"x": x.astype(dtype, copy=False), "axis": axis_index(axis, x.ndim, x.shape)}, result_dtype
 
 
-def attention_args(Q, K, V, mask, dropout_p, rng, *, caller="scaled_dot_product_attention"):
+def attention_args(Q, K, V, mask, *, caller="scaled_dot_product_attention"):
     """Arguments of :func:`mhattn.scaled_dot_product_attention` (or of ``caller``, named in an overflow error)."""
     Q, K, V = (real_array(name, a) for name, a in (("Q", Q), ("K", K), ("V", V)))
     for name, array in (("Q", Q), ("K", K), ("V", V)):
@@ -52,10 +52,22 @@ def attention_args(Q, K, V, mask, dropout_p, rng, *, caller="scaled_dot_product_
         ) from None
     dtype, result_dtype = compute_dtype(Q, K, V)
     mask = mask_array(mask, leading + (Q.shape[-2], K.shape[-2]))
-    dropout_p, rng = dropout(dropout_p, rng)
     arrays = {name: a.astype(dtype, copy=False) for name, a in (("Q", Q), ("K", K), ("V", V))}
     scores_fit(caller, arrays["Q"], arrays["K"], mask)
-    return arrays | {"mask": mask, "dropout_p": dropout_p, "rng": rng}, result_dtype
+    return arrays | {"mask": mask}, result_dtype
+
+
+def attention_with_dropout_args(Q, K, V, mask, dropout_p, rng):
+    """Arguments of :func:`mhattn.attention_with_dropout`."""
+    arguments, result_dtype = attention_args(Q, K, V, mask, caller="attention_with_dropout")
+    dropout_p, rng = dropout(dropout_p, rng)
+    return arguments | {"dropout_p": dropout_p, "rng": rng}, result_dtype
+
+
+ATTENTION_MOVED = {
+    "dropout_p": "attention dropout lives in mhattn.attention_with_dropout(Q, K, V, mask, dropout_p=..., rng=...)",
+    "rng": "attention dropout lives in mhattn.attention_with_dropout(Q, K, V, mask, dropout_p=..., rng=...)",
+}
 
 
 def _may_overflow(Q, K):
@@ -93,6 +105,24 @@ def dropout(dropout_p, rng):
     if dropout_p > 0 and rng is None:
         rng = np.random.default_rng()
     return float(dropout_p), rng
+
+
+def causal_mask_args(seq_len):
+    """Arguments of :func:`mhattn.causal_mask`."""
+    return {"seq_len": positive_int("seq_len", seq_len)}, None
+
+
+def padding_mask_args(lengths, seq_len):
+    """Arguments of :func:`mhattn.padding_mask`."""
+    seq_len = positive_int("seq_len", seq_len)
+    lengths = np.asarray(lengths)
+    if lengths.dtype.kind not in "iu":
+        raise TypeError(f"lengths must be integers; got dtype {lengths.dtype}")
+    if lengths.ndim != 1:
+        raise ValueError(f"lengths must be 1-D with shape (batch,); got shape {lengths.shape}")
+    if lengths.size and (lengths.min() < 0 or lengths.max() > seq_len):
+        raise ValueError(f"lengths must lie in [0, seq_len = {seq_len}]; got {lengths.tolist()}")
+    return {"lengths": lengths, "seq_len": seq_len}, None
 
 
 def split_heads_args(x, num_heads):

@@ -1,61 +1,35 @@
-"""Argument checks of :class:`mhattn.MultiHeadAttention`: its sizes, weights and forward's arguments.
+"""Argument checks of :class:`mhattn.MultiHeadAttention` and :class:`mhattn.RotaryMultiHeadAttention`.
 
-The same rules as every door (:mod:`mhattn.checks`). The overflow check reads the module's own
-projection (:meth:`mhattn.MultiHeadAttention.project`) through ``self``: this package never
-imports the teaching path.
+Their sizes, their weights (read from the module at every call: training changes them in
+place) and the arguments of ``forward``. The overflow check bounds the scores from the module's
+own weights, without computing a projection.
 """
 
-import contextlib
-import inspect
 import math
 
 import numpy as np
 
 from .layers import scores_fit
-from .positions import module_positions, rope_settings
-from .values import compute_dtype, finite, flag, mask_array, ndim, positive_int, real_array
+from .positions import module_positions, rope_pairing, rope_settings
+from .values import compute_dtype, finite, float_dtype, mask_array, ndim, number_array, positive_int, real_array
+from .values import seed as seed_value
+
+MOVED_ARGUMENTS = {
+    "num_kv_heads": "grouped queries live in mhattn.GroupedQueryAttention(d_model, num_heads, num_kv_heads=...)",
+    "rope": "rotary positions live in mhattn.RotaryMultiHeadAttention(d_model, num_heads, rope=...), or "
+            "mhattn.GroupedQueryAttention(..., rope=...) with grouped queries and a KV cache",
+    "rope_base": "rotary positions live in mhattn.RotaryMultiHeadAttention(d_model, num_heads, rope_base=...)",
+}
+
+MODULE_MASK_LAYOUTS = (
+    "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
+    "(batch or 1, seq_q or 1, seq_k), shared by every head; or (batch or 1, num_heads or 1, seq_q or 1, seq_k). "
+    "padding_mask(lengths, seq_len) gives (batch, 1, 1, seq_k)"
+)
 
 
-def _projected_scores_may_overflow(self, x, source, dtype, cached=None):
-    """A cheap bound on the module's scores, with no projection computed.
-
-    ``|q_h| <= |x_i| ||W_q||_F`` and ``|k_h| <= |s_j| ||W_k||_F``, so every score is at most
-    ``max|x_i| ||W_q||_F max|s_j| ||W_k||_F / sqrt(d_k)``: one pass over the tokens. With a
-    KV cache, the cached keys ``cached`` (already projected) are bounded by their own length.
-    """
-    if x.size == 0 or source.size == 0:
-        return False
-    W_qkv = np.asarray(self.W_qkv)
-    if W_qkv.dtype.kind not in "fiu" or W_qkv.ndim != 2 or W_qkv.shape[0] != x.shape[-1]:  # the weight check reports it
-        return False
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow: an inf bound, then the exact check
-        W_q, W_k, _ = np.split(W_qkv, self.qkv_columns(), axis=-1)  # the module's own column layout
-        longest = [math.sqrt(float(np.einsum("...d,...d->...", a, a).max())) for a in (x, source)]
-        query = longest[0] * float(np.linalg.norm(W_q))  # Python floats: no cast to float32
-        key = longest[1] * float(np.linalg.norm(W_k))
-        if cached is not None and cached.size:
-            key = max(key, math.sqrt(float(np.einsum("...d,...d->...", cached, cached).max())))
-        bound = query * key / math.sqrt(self.d_k)
-    return not bound < float(np.finfo(dtype).max) / 2
-
-
-def _module_scores_fit(self, x, source, dtype, mask, cached, positions=None):
-    """:func:`scores_fit` on the module's heads: every score a query may attend to, the cached keys included.
-
-    The queries and keys come from the module's own projection (``self.project``), the one the
-    forward runs, RoPE and the cache's positions included.
-    """
-    W_qkv = self.weights(dtype)[0]
-    start = 0 if cached is None else cached.shape[2]
-    Q, K, _ = self.project(x, W_qkv, context=None if source is x else source, start=start, positions=positions)
-    if cached is not None and cached.shape[0::3] == K.shape[0::3] and cached.shape[1] == K.shape[1]:
-        K = np.concatenate([cached.astype(dtype, copy=False), K], axis=2)  # (batch, kv_heads, len + seq_q, d_k)
-        mask = np.arange(K.shape[2])[None, :] <= (cached.shape[2] + np.arange(x.shape[1]))[:, None]  # causal
-    scores_fit("MultiHeadAttention.forward", Q, K.repeat(self.num_heads // self.num_kv_heads, axis=1), mask)
-
-
-def head_counts(d_model, num_heads, num_kv_heads):
-    """Check the sizes of a :class:`mhattn.MultiHeadAttention`; return them as ints."""
+def head_counts(d_model, num_heads, num_kv_heads=None):
+    """Check the sizes of an attention module; return ``(d_model, num_heads, num_kv_heads)`` as ints."""
     d_model, num_heads = positive_int("d_model", d_model), positive_int("num_heads", num_heads)
     if d_model % num_heads:
         working = [h for h in range(1, min(d_model, 64) + 1) if d_model % h == 0]  # O(1), even for huge d_model
@@ -79,19 +53,42 @@ def head_counts(d_model, num_heads, num_kv_heads):
     return d_model, num_heads, num_kv_heads
 
 
+def init_args(self, d_model, num_heads, seed):
+    """Arguments of ``MultiHeadAttention(d_model, num_heads, seed)``."""
+    d_model, num_heads, _ = head_counts(d_model, num_heads)
+    return {"self": self, "d_model": d_model, "num_heads": num_heads, "seed": seed_value(seed)}, None
+
+
+def rotary_init_args(self, d_model, num_heads, seed, rope, rope_base):
+    """Arguments of ``RotaryMultiHeadAttention(d_model, num_heads, seed, rope=..., rope_base=...)``."""
+    d_model, num_heads, _ = head_counts(d_model, num_heads)
+    on, pairing = rope_pairing(rope)
+    if not on:
+        raise ValueError("rope must be True, 'half' or 'interleaved' here; for no RoPE use mhattn.MultiHeadAttention")
+    _, pairing, rope_base = rope_settings(pairing, rope_base, d_model // num_heads)
+    arguments = {"self": self, "d_model": d_model, "num_heads": num_heads, "seed": seed_value(seed)}
+    return arguments | {"rope": pairing, "rope_base": rope_base}, None
+
+
+def module_weights(self, dtype):
+    """``(W_qkv, W_o)`` of ``self``: NumPy arrays of the module's shapes, finite in ``dtype``; raise otherwise."""
+    width = self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
+    return (weight("W_qkv", self.W_qkv, (self.d_model, width), dtype),
+            weight("W_o", self.W_o, (self.d_model, self.d_model), dtype))
+
+
 def weight(name, value, shape, dtype):
-    """``value`` as an array of ``shape`` cast to ``dtype``, checked finite *after* the cast.
+    """Check a module's weight: a real ndarray of ``shape``, finite *after* the cast to ``dtype``; return it cast.
 
     A weight of 1e39 is finite in float64 but ``inf`` in float32: checking before the cast
     would let it through, and every output would be NaN.
     """
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"{name} must be a NumPy array of shape {shape}; got {type(value).__name__}")
     array = real_array(name, value)
     if array.shape != shape:
         raise ValueError(f"{name} must have shape {shape}; got shape {array.shape}")
-    if array.dtype.itemsize > np.dtype(dtype).itemsize:
-        with np.errstate(over="ignore"):  # an overflow in the cast is reported just below
-            cast = array.astype(dtype)
-    else:
+    with np.errstate(over="ignore"):  # an overflow in the cast is reported just below
         cast = array.astype(dtype, copy=False)
     if not np.isfinite(cast).all():
         if np.isfinite(array).all():
@@ -101,68 +98,24 @@ def weight(name, value, shape, dtype):
     return cast
 
 
-def separate_weights(W_q, W_k, W_v, W_o, num_heads, num_kv_heads, layout):
-    """The four weights of :meth:`mhattn.MultiHeadAttention.from_weights`, checked, in ``x @ W`` layout (copies).
+def weights_args(self, dtype):
+    """Arguments of :meth:`mhattn.GroupedQueryAttention.weights`."""
+    dtype = float_dtype(dtype)
+    module_weights(self, dtype)
+    return {"self": self, "dtype": dtype}, None
 
-    ``d_model`` is read from ``W_q``, which is square in either layout; every other shape
-    follows from it and the head counts, and an error names the weight, the shape expected in
-    ``layout`` and the one given.
-    """
-    W_q = real_array("W_q", W_q)
-    if W_q.ndim != 2 or W_q.shape[0] != W_q.shape[1]:
+
+def tokens(name, value, d_model):
+    """``value`` as a finite float array of shape ``(batch, seq_len, d_model)``."""
+    array = real_array(name, value)
+    if array.ndim != 3:
+        ndim(name, array, 3, f"(batch, seq_len, d_model={d_model})")
+    if array.shape[-1] != d_model:
         raise ValueError(
-            f"W_q must be a square (d_model, d_model) matrix (num_heads * d_k = d_model query columns); got shape "
-            f"{W_q.shape}"
+            f"{name} must have shape (batch, seq_len, d_model={d_model}); got shape {array.shape} "
+            f"(last axis {array.shape[-1]} != d_model {d_model})"
         )
-    d_model, num_heads, num_kv_heads = head_counts(W_q.shape[0], num_heads, num_kv_heads)
-    kv_width = num_kv_heads * (d_model // num_heads)
-    shapes = {"W_q": (d_model, d_model), "W_k": (d_model, kv_width), "W_v": (d_model, kv_width),
-              "W_o": (d_model, d_model)}  # y = x @ W; torch's are the transposes
-    weights = []
-    for name, value in zip(shapes, (W_q, W_k, W_v, W_o), strict=True):
-        array = real_array(name, value)
-        expected = shapes[name] if layout == "mhattn" else shapes[name][::-1]
-        if array.shape != expected:
-            hint = ""
-            if array.shape == expected[::-1]:
-                other = "mhattn" if layout == "torch" else "torch"
-                hint = f" (that is the shape in layout={other!r}: are the weights transposed?)"
-            raise ValueError(
-                f"{name} must have shape {expected} in layout={layout!r} (d_model={d_model}, num_heads={num_heads}, "
-                f"num_kv_heads={num_kv_heads}); got shape {array.shape}{hint}"
-            )
-        finite(name, array)
-        weights.append(array if layout == "mhattn" else array.T)
-    return [np.array(W) for W in weights]  # copies: the caller's arrays are never read again
-
-
-def torch_attention(torch, module):
-    """``(W_qkv, W_o, num_heads)`` of a bias-free ``torch.nn.MultiheadAttention``, as NumPy copies."""
-    if not isinstance(module, torch.nn.MultiheadAttention):
-        raise TypeError(f"module must be a torch.nn.MultiheadAttention; got {type(module).__name__}")
-    if module.in_proj_bias is not None or module.out_proj.bias is not None or module.bias_k is not None:
-        raise ValueError(
-            "module must have no biases (build it with bias=False, add_bias_kv=False): mhattn.MultiHeadAttention "
-            "has no biases, so it cannot give a biased module's outputs"
-        )
-    if module.kdim != module.embed_dim or module.vdim != module.embed_dim:
-        raise ValueError(
-            f"module must take keys and values of embed_dim = {module.embed_dim} features; got kdim = "
-            f"{module.kdim}, vdim = {module.vdim} (mhattn's W_qkv reads one d_model for queries, keys and values)"
-        )
-    as_numpy = lambda t: t.detach().cpu().numpy().copy()  # noqa: E731  a copy: torch's storage is never shared
-    W_qkv = as_numpy(module.in_proj_weight).T  # (d_model, 3 d_model): torch's rows [W_q; W_k; W_v], transposed
-    W_o = as_numpy(module.out_proj.weight).T  # (d_model, d_model)
-    for name, array in (("in_proj_weight", W_qkv), ("out_proj.weight", W_o)):
-        finite(f"module.{name}", array)
-    return np.ascontiguousarray(W_qkv), np.ascontiguousarray(W_o), module.num_heads
-
-
-MODULE_MASK_LAYOUTS = (
-    "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
-    "(batch or 1, seq_q or 1, seq_k), shared by every head; or (batch or 1, num_heads or 1, seq_q or 1, seq_k). "
-    "padding_mask(lengths, seq_len) gives (batch, 1, 1, seq_k)"
-)
+    return finite(name, array)
 
 
 def module_mask(value, scores_shape):
@@ -180,90 +133,88 @@ def module_mask(value, scores_shape):
         ) from None
 
 
-def forward_args(self, x, mask, need_weights, context, kv_cache, positions=None):
+def forward_args(self, x, mask):
     """Arguments of :meth:`mhattn.MultiHeadAttention.forward`."""
-    _rope_attributes(self)
-    x = _tokens("x", x, self.d_model)
-    need_weights = flag("need_weights", need_weights)
-    if context is not None:
-        if kv_cache is not None:
-            raise ValueError(
-                "kv_cache and context cannot be combined: a KV cache holds the growing keys and values of a "
-                "decoder's own tokens; cross-attention's keys and values come from a fixed context -- "
-                "project the context once and reuse it instead"
-            )
-        if getattr(self, "rope", False):
-            raise ValueError(
-                "context cannot be used with rope=True: RoPE rotates queries and keys by their positions in one "
-                "sequence, and cross-attention's queries (from x) and keys (from context) come from two. Use a "
-                "MultiHeadAttention without rope for cross-attention"
-            )
-        context = _tokens("context", context, self.d_model)
-        if context.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}"
-            )
-    if kv_cache is not None:
-        if mask is not None:
-            raise ValueError(
-                "mask must be None with kv_cache: decoding with a cache is causal by construction (each new "
-                "token sees every cached token and the new ones before it), and the cache builds that mask"
-            )
-        if not _is_kv_cache(kv_cache):
-            raise TypeError(f"kv_cache must be an mhattn.KVCache(); got {kv_cache!r} of type {type(kv_cache).__name__}")
-    dtype, result_dtype = compute_dtype(x, *(() if context is None else (context,)))
-    seq_k = x.shape[1] if context is None else context.shape[1]
-    mask = module_mask(mask, (x.shape[0], self.num_heads, x.shape[1], seq_k))
-    positions = module_positions(positions, getattr(self, "rope", False), x.shape[0], x.shape[1])
-    if context is not None:
-        context = context.astype(dtype, copy=False)
+    x = tokens("x", x, self.d_model)
+    dtype, result_dtype = compute_dtype(x)
     x = x.astype(dtype, copy=False)
-    source = x if context is None else context
-    cached = None if kv_cache is None else getattr(kv_cache, "keys", None)  # (batch, kv_heads, len, d_k) or None
-    if _projected_scores_may_overflow(self, x, source, dtype, cached):  # rare: then check exactly
-        _module_scores_fit(self, x, source, dtype, mask, cached, positions)
-    arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights, "positions": positions}
-    guard = contextlib.nullcontext() if kv_cache is None else kv_cache.undo_on_error()  # a failed step is undone
-    return arguments | {"context": context, "kv_cache": kv_cache}, result_dtype, guard
+    W_qkv, _ = module_weights(self, dtype)
+    mask = module_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
+    scores_bounded(self, x, W_qkv, mask)
+    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype  # the weights' float64 goes back to x's dtype
 
 
-def _rope_attributes(self):
-    """Check the module's RoPE attributes again: they can be set after construction (``mha.rope = True``)."""
+def rotary_forward_args(self, x, mask, positions):
+    """Arguments of :meth:`mhattn.RotaryMultiHeadAttention.forward`."""
+    rope_attributes(self)
+    arguments, result_dtype = forward_args(self, x, mask)
+    x = arguments["x"]
+    positions = module_positions(positions, True, x.shape[0], x.shape[1])
+    return arguments | {"positions": positions}, result_dtype
+
+
+def split_heads_method_args(self, x):
+    """Arguments of :meth:`mhattn.MultiHeadAttention.split_heads`: ``(batch, seq_len, d_model)``."""
+    x = number_array("x", x)
+    if x.ndim != 3 or x.shape[-1] != self.d_model:
+        raise ValueError(f"x must have shape (batch, seq_len, d_model={self.d_model}); got shape {x.shape}")
+    return {"self": self, "x": x}, None
+
+
+def heads_method_args(self, x):
+    """Arguments of :meth:`mhattn.MultiHeadAttention.combine_heads`: ``(batch, num_heads, seq_len, d_k)``."""
+    x = number_array("x", x)
+    if x.ndim != 4 or x.shape[1] != self.num_heads or x.shape[3] != self.d_k:
+        raise ValueError(
+            f"x must have shape (batch, num_heads={self.num_heads}, seq_len, d_k={self.d_k}); got shape {x.shape}"
+        )
+    return {"self": self, "x": x}, None
+
+
+def rope_attributes(self):
+    """Check the module's RoPE attributes again: they can be set after construction (``mha.rope_base = 0``)."""
     rope, pairing, base = self.rope, getattr(self, "rope_pairing", None), self.rope_base
     try:
         rope_settings(pairing or rope, base, self.d_k)
+        if pairing not in (None, "half", "interleaved"):
+            raise ValueError(f"rope_pairing must be 'half' or 'interleaved'; got {pairing!r}")
     except (TypeError, ValueError) as error:
         raise type(error)(
             f"this module's RoPE attributes (rope={rope!r}, rope_pairing={pairing!r}, rope_base={base!r}, "
-            f"d_k={self.d_k}) cannot run: {error}. Build a new MultiHeadAttention(..., rope=..., rope_base=...) "
+            f"d_k={self.d_k}) cannot run: {error}. Build a new module with rope=... and rope_base=... "
             "instead of changing them"
         ) from None
 
 
-def _is_kv_cache(value):
-    """Does ``value`` follow :class:`mhattn.KVCache`'s protocol: ``extend(K_new, V_new, *, owner)``, ``undo_on_error``?
+def scores_bounded(self, x, W_qkv, mask, source=None, cached=None, positions=None, project=None):
+    """Raise ``FloatingPointError`` if a score a query may attend to could overflow, checked exactly when in doubt.
 
-    Checked by shape of the method, not by class, so the teaching path need not import the
-    engine (a list has an ``extend`` too, but not this one).
+    A cheap bound first, with no projection computed: ``|q_h| <= |x_i| ||W_q||_F`` and
+    ``|k_h| <= |s_j| ||W_k||_F``, so every score is at most
+    ``max|x_i| ||W_q||_F max|s_j| ||W_k||_F / sqrt(d_k)``. With a KV cache, the cached keys
+    (already projected) are bounded by their own length. Only when the bound reaches the
+    dtype's range are the scores computed, through ``project`` (the module's own projection).
     """
-    extend = getattr(value, "extend", None)
-    try:
-        has_extend = callable(extend) and "owner" in inspect.signature(extend).parameters
-        return has_extend and callable(getattr(value, "undo_on_error", None)) and hasattr(value, "__len__")
-    except (TypeError, ValueError):  # a builtin without a signature
-        return False
-
-
-def _tokens(name, value, d_model):
-    """``value`` as a finite float array of shape ``(batch, seq_len, d_model)``."""
-    array = real_array(name, value)
-    if array.ndim != 3:
-        ndim(name, array, 3, f"(batch, seq_len, d_model={d_model})")
-    if array.shape[-1] != d_model:
-        raise ValueError(
-            f"{name} must have shape (batch, seq_len, d_model={d_model}); got shape {array.shape} "
-            f"(last axis {array.shape[-1]} != d_model {d_model})"
-        )
-    if array.dtype != np.float16 and array.dtype.itemsize < 4:  # pragma: no cover - no such NumPy float
-        array = array.astype(np.float64)
-    return finite(name, array)
+    source = x if source is None else source
+    if x.size == 0 or source.size == 0:
+        return
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow: an inf bound, then the exact check
+        columns = [self.d_model, self.d_model + getattr(self, "num_kv_heads", self.num_heads) * self.d_k]
+        W_q, W_k, _ = np.split(W_qkv, columns, axis=-1)
+        longest = [math.sqrt(float(np.einsum("...d,...d->...", a, a).max())) for a in (x, source)]
+        key = longest[1] * float(np.linalg.norm(W_k))
+        if cached is not None and cached.size:
+            key = max(key, math.sqrt(float(np.einsum("...d,...d->...", cached, cached).max())))
+        bound = longest[0] * float(np.linalg.norm(W_q)) * key / math.sqrt(self.d_k)
+    if bound < float(np.finfo(x.dtype).max) / 2:
+        return
+    if project is None:  # the plain module's projection
+        Q, K = (np.split(x @ W_qkv, 3, axis=-1)[i] for i in (0, 1))
+        Q, K = (a.reshape(a.shape[0], a.shape[1], self.num_heads, self.d_k).transpose(0, 2, 1, 3) for a in (Q, K))
+    else:
+        Q, K, _ = project()
+    if cached is not None and cached.shape[0::3] == K.shape[0::3] and cached.shape[1] == K.shape[1]:
+        K = np.concatenate([cached.astype(x.dtype, copy=False), K], axis=2)  # (batch, kv_heads, len + seq_q, d_k)
+        mask = np.arange(K.shape[2])[None, :] <= (cached.shape[2] + np.arange(x.shape[1]))[:, None]  # causal
+    group = self.num_heads // getattr(self, "num_kv_heads", self.num_heads)
+    scores_fit(f"{type(self).__name__}.forward", Q, K.repeat(group, axis=1), mask)

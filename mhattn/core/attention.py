@@ -2,12 +2,10 @@
 
 import numpy as np
 
-from ..checks import attention_args, checked
 from .softmax import softmax
 
 
-@checked(attention_args)
-def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None):
+def scaled_dot_product_attention(Q, K, V, mask=None):
     r"""Attend from every query to every key, for any leading (batch, head) axes.
 
     .. math::
@@ -29,13 +27,6 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
         uses the opposite). Shape ``(seq_q, seq_k)``, or one axis per axis of the scores,
         each of the scores' size or 1, e.g. ``(batch, 1, 1, seq_k)`` from
         :func:`mhattn.padding_mask`. See also :func:`mhattn.causal_mask`.
-    dropout_p : float in [0, 1), keyword only, default 0
-        Training only: each weight is zeroed with this probability after the softmax, and
-        the rest are divided by ``1 - dropout_p`` so that every weight keeps its expected
-        value. 0 changes nothing.
-    rng : numpy.random.Generator, keyword only, optional
-        The random numbers for dropout (seed it for repeatable runs).
-
     Returns
     -------
     output : ndarray of shape ``(..., seq_q, d_v)``
@@ -44,9 +35,7 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
         float16 in float32 and returned as float16, integers in float64. ``Q`` is divided
         by ``sqrt(d_k)`` before the product, so ``Q K^T`` cannot overflow where the scores fit.
     weights : ndarray of shape ``(..., seq_q, seq_k)``
-        The attention weights (after dropout, if any). Each row sums to one (before
-        dropout); a masked key
-        gets exactly zero. A query whose keys are *all* masked gets a row of zeros and an
+        The attention weights. Each row sums to one; a masked key gets exactly zero. A query whose keys are *all* masked gets a row of zeros and an
         output of zeros: it may look at nothing, so it receives nothing (``-1e9`` masking
         would instead spread it uniformly over keys it must not see, and ``-inf`` alone
         would give NaN). PyTorch's ``scaled_dot_product_attention`` (>= 2.5) also returns
@@ -59,7 +48,4 @@ def scaled_dot_product_attention(Q, K, V, mask=None, *, dropout_p=0.0, rng=None)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # exp(-inf) = 0: masked keys get exactly zero weight
     weights = softmax(scores, axis=-1)  # (..., seq_q, seq_k), rows sum to 1
-    if dropout_p > 0:  # training only: drop weights, rescale the rest
-        keep = rng.random(weights.shape) >= dropout_p  # (..., seq_q, seq_k), True with probability 1 - p
-        weights = weights * keep / (1 - dropout_p)
     return weights @ V, weights  # (..., seq_q, d_v), (..., seq_q, seq_k)

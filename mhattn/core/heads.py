@@ -1,9 +1,6 @@
 """Splitting the model dimension into heads, and putting it back together."""
 
-from ..checks import combine_heads_args, moves_numbers, split_heads_args
 
-
-@moves_numbers(split_heads_args)
 def split_heads(x, num_heads):
     """Cut the last axis into ``num_heads`` slices of width ``d_k`` and move heads forward.
 
@@ -27,7 +24,6 @@ def split_heads(x, num_heads):
     return x.transpose(0, 2, 1, 3)  # (batch, num_heads, seq_len, d_k)
 
 
-@moves_numbers(combine_heads_args)
 def combine_heads(x):
     """Inverse of :func:`split_heads`: put the heads side by side again.
 

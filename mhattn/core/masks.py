@@ -2,7 +2,6 @@
 
 import numpy as np
 
-from .. import checks
 
 
 def causal_mask(seq_len):
@@ -18,7 +17,6 @@ def causal_mask(seq_len):
         ``mask[i, j]`` is True when ``j <= i``. Broadcasts against
         ``(batch, num_heads, seq_len, seq_len)``.
     """
-    seq_len = checks.positive_int("seq_len", seq_len)
     positions = np.arange(seq_len)
     return positions[None, :] <= positions[:, None]  # (seq_len, seq_len): key j <= query i
 
@@ -39,13 +37,5 @@ def padding_mask(lengths, seq_len):
         ``mask[b, 0, 0, j]`` is True when key ``j`` is a real token of sequence ``b``.
         The two axes of length one broadcast over heads and queries.
     """
-    seq_len = checks.positive_int("seq_len", seq_len)
-    lengths = np.asarray(lengths)
-    if lengths.dtype.kind not in "iu":
-        raise TypeError(f"lengths must be integers; got dtype {lengths.dtype}")
-    if lengths.ndim != 1:
-        raise ValueError(f"lengths must be 1-D with shape (batch,); got shape {lengths.shape}")
-    if lengths.size and (lengths.min() < 0 or lengths.max() > seq_len):
-        raise ValueError(f"lengths must lie in [0, seq_len = {seq_len}]; got {lengths.tolist()}")
     keys = np.arange(seq_len)
     return (keys < lengths[:, None])[:, None, None, :]  # (batch, 1, 1, seq_len)

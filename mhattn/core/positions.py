@@ -18,13 +18,10 @@ and :func:`interleaved_to_half_split` is the fixed column permutation between th
 Notebook 08 shows each of them at work.
 """
 
-
 import numpy as np
 
-from ..checks import angles_args, checked, order_args, rope_args, sinusoidal_args
 
 
-@checked(angles_args)
 def rope_angles(positions, d_k, base=10000.0):
     r"""The angle of every position and frequency: ``angles[p, i] = positions[p] * base ** (-2 i / d_k)``.
 
@@ -50,7 +47,6 @@ def _angles(positions, d_k, base, dtype):
     return np.multiply.outer(positions.astype(dtype), frequencies)  # (seq_len, ceil(d_k / 2)): position times frequency
 
 
-@checked(sinusoidal_args)
 def sinusoidal_encoding(seq_len, d_model, base=10000.0):
     r"""The sinusoidal positional encodings of Vaswani et al. (2017), section 3.5.
 
@@ -81,7 +77,6 @@ def sinusoidal_encoding(seq_len, d_model, base=10000.0):
     return encoding
 
 
-@checked(rope_args)
 def apply_rope(x, positions, base=10000.0):
     r"""Rotary position embedding (Su et al. 2021), pairing coordinate ``i`` with ``i + d_k / 2``.
 
@@ -129,7 +124,6 @@ def _angle_dtype(dtype):
     return np.dtype(np.longdouble) if dtype == np.longdouble else np.dtype(np.float64)
 
 
-@checked(rope_args)
 def apply_rope_interleaved(x, positions, base=10000.0):
     r"""Rotary position embedding in RoFormer's convention: coordinate ``2i`` pairs with ``2i + 1``.
 
@@ -156,7 +150,6 @@ def _cos_sin(positions, x, base):
     return np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
 
 
-@checked(order_args)
 def interleaved_to_half_split(d_k):
     """The column order that turns the interleaved pairing into the half-split one.
 

@@ -2,10 +2,7 @@
 
 import numpy as np
 
-from ..checks import checked, softmax_args
 
-
-@checked(softmax_args)
 def softmax(x, axis=-1):
     r"""Turn scores into probabilities along ``axis``.
 

@@ -1,12 +1,12 @@
 """The chapter's module with the engine's attention: the same weights and numbers, in bounded memory."""
 
-from ..core.multihead import MultiHeadAttention
+from ..core.production import GroupedQueryAttention
 from . import flash
 from .blocks import attention_in_blocks
 
 
-class FastMultiHeadAttention(MultiHeadAttention):
-    """:class:`mhattn.MultiHeadAttention` with attention computed in blocks or tiles.
+class FastMultiHeadAttention(GroupedQueryAttention):
+    """:class:`mhattn.GroupedQueryAttention` with attention computed in blocks or tiles.
 
     The same constructor, weights and outputs (to rounding). With ``need_weights=True`` the
     query blocks of this module compute the weights row block by row block. With
