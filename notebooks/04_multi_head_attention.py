@@ -48,7 +48,6 @@ from mhattn import (
     scaled_dot_product_attention,
     split_heads,
 )
-from mhattn.core.projection import project_qkv
 from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.figures import save_figure
 from mhattn.pictures.plots import plot_heads
@@ -95,44 +94,28 @@ FIGURES = Path("..") / "figures"
 # %% [markdown]
 # ## 2. The module
 #
-# Here is the package's `forward`, the code that runs when you call the module. The
-# decorator line checks the arguments before the body runs (shapes, dtypes, the layout
-# of the mask) and stops a mistake with an error that names the argument; the checks
-# live in `mhattn/checks/`, out of the way. `self.weights(x.dtype)` hands back
-# `W_qkv` and `W_o` in the dtype of `x`, so float32 stays float32. Then come the steps
-# of the formula:
+# Here is the package's `forward`, the code that runs when you call the module: the
+# five steps of the formula, one line each.
 #
-# 1. `self.project` makes every head's queries, keys and values (shown next);
-# 2. attention runs in all heads at once, because the head axis is just another leading
-#    axis for the matrix products. `self._attention` is `scaled_dot_product_attention`
-#    from notebook 02; it is the one step that notebook 06's faster engine replaces;
-# 3. `combine_heads` and `W_o` bring the heads back to one vector per token.
+# 1. one matrix product with `W_qkv` makes the queries, keys and values of every token,
+#    and `np.split` cuts the result into `Q`, `K` and `V`;
+# 2. `split_heads` (notebook 03) gives each head its `d_k` columns of each;
+# 3. attention runs in all heads at once, because the head axis is just another leading
+#    axis for the matrix products (`scaled_dot_product_attention`, notebook 02);
+# 4. `combine_heads` puts the heads side by side again;
+# 5. `W_o` mixes them into one vector per token.
 #
-# Two lines are for later and change nothing here. `kv_cache` keeps the keys and values
-# of earlier tokens when a model generates one token at a time, and `repeat_kv` lets
-# several query heads share one key/value head; [notebook 10](10_production.ipynb)
-# builds both. In this notebook `kv_cache` is None and `repeat_kv` hands `K` and `V`
-# back unchanged.
+# Before the body runs, the module checks its arguments (shapes, dtypes, the layout of
+# the mask, the weights) and stops a mistake with an error that names the argument; the
+# checks live in `mhattn/checks/`, out of the way, and `MultiHeadAttention.forward?`
+# shows what they accept.
 
 # %%
 show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
-# The projection is one matrix product with `W_qkv`, which `np.split` cuts into `Q`, `K`
-# and `V` (three equal parts here), and `split_heads` (notebook 03) gives each head its
-# `d_k` columns of each. It is the one place in the package that knows the column layout
-# of `W_qkv`. Its other two branches wait for later notebooks: `context` is
-# cross-attention (queries from `x`, keys and values from another sequence, such as an
-# encoder's output; notebook 10), and `positions` rotates queries and keys by their
-# positions (RoPE, notebook 08). Here both are None.
-
-# %%
-show_source(project_qkv)
-
-# %% [markdown]
 # The weights are made in `__init__`: standard normal numbers from a seeded generator
-# (the same `seed` gives the same layer on every machine; `num_kv_heads` only narrows
-# the key and value blocks), multiplied by
+# (the same `seed` gives the same layer on every machine), multiplied by
 # $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a
 # ReLU, which throws away half of the variance. There is no ReLU here, so each entry of
 # `x @ W_qkv` sums `d_model` products of variance $2 / d_\text{model}$ and ends up with
@@ -187,8 +170,7 @@ print(
 #
 # The formula has three matrices per head; the module stores a single `W_qkv` of shape
 # `(d_model, 3 * d_model)`. Its first `d_model` columns make the queries, the next
-# `d_model` the keys, the last `d_model` the values. (With `num_kv_heads < num_heads`
-# the key and value blocks are narrower; not in this notebook.) Multiplying by the whole
+# `d_model` the keys, the last `d_model` the values. Multiplying by the whole
 # matrix and splitting the result gives exactly what three separate products give,
 # because each output column depends on its own column of the matrix only.
 

@@ -42,15 +42,16 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mhattn import FastMultiHeadAttention, KVCache, MultiHeadAttention, causal_mask
-from mhattn.core.positions import (
+from mhattn import (
+    MultiHeadAttention,
+    RotaryMultiHeadAttention,
     apply_rope,
     apply_rope_interleaved,
+    causal_mask,
     interleaved_to_half_split,
     rope_angles,
     sinusoidal_encoding,
 )
-from mhattn.core.projection import project_qkv
 from mhattn.learn.model import load_trained
 from mhattn.pictures.exercises import exercise, not_yet
 from mhattn.pictures.source import show_source
@@ -302,65 +303,34 @@ print("interleaved, then reordered == reordered, then half-split:",
 #
 # ## 5. RoPE in the module
 #
-# `MultiHeadAttention(..., rope=True)` rotates every head's queries and keys right after
-# the heads are split, by their absolute positions. `forward` leaves that to its
-# projection step: the module's `project` numbers the tokens (`start, start + 1, ...`),
-# and the last three lines of `project_qkv` rotate them:
+# `RotaryMultiHeadAttention` is notebook 04's module with one more line: after the heads
+# are split, every query and key turns by its position (`rotate` applies `apply_rope`, or
+# `apply_rope_interleaved` for `rope="interleaved"`). The weights are drawn as in
+# notebook 04, so the same seed gives the same `W_qkv` and `W_o`.
 
 # %%
-show_source(project_qkv)
+show_source(RotaryMultiHeadAttention.forward)
 
 # %% [markdown]
-# With a KV cache, the new tokens are at positions `len(cache)` onwards. Their keys are
-# rotated once, *before* they are cached, and never again: a key's rotation depends only
-# on its own position. The queries are rotated at the same positions. Check that
-# decoding token by token equals the full causal forward, with grouped queries too
-# (`num_kv_heads=2`), in the teaching module and in the engine's
-# `FastMultiHeadAttention`, which inherits the rotation unchanged:
+# Only the differences of the positions reach the scores. Moving every token by the same
+# offset changes no output, and with every token at position 0 nothing turns at all, so
+# the layer is notebook 04's module:
 
 # %%
 x = rng.standard_normal((2, 12, 32))
-for cls in (MultiHeadAttention, FastMultiHeadAttention):
-    layer = cls(d_model=32, num_heads=4, seed=1, num_kv_heads=2, rope=True)
-    full, _ = layer(x, causal_mask(12))
-    cache = KVCache()
-    steps = [layer(x[:, t : t + 1], kv_cache=cache)[0] for t in range(12)]
-    error = np.abs(np.concatenate(steps, axis=1) - full).max()
-    print(f"{cls.__name__}: token by token == full forward within 1e-12:",
-          error < 1e-12)
+layer = RotaryMultiHeadAttention(d_model=32, num_heads=4, seed=1)
+output, _ = layer(x, causal_mask(12))  # positions 0, 1, ..., 11
+moved, _ = layer(x, causal_mask(12), positions=np.arange(12) + 100)
+print("positions moved by 100 give the same output:", np.allclose(output, moved, rtol=0, atol=1e-12))
+unturned, _ = layer(x, causal_mask(12), positions=np.zeros(12, dtype=int))
+plain, _ = MultiHeadAttention(d_model=32, num_heads=4, seed=1)(x, causal_mask(12))
+print("every position 0 == MultiHeadAttention with the same seed:", np.allclose(unturned, plain, rtol=0, atol=1e-12))
 
 # %% [markdown]
-# The cache holds the keys already rotated, each at its own position:
-
-# %%
-# `layer` and `cache` are those of the loop's last pass: FastMultiHeadAttention.
-W_k = layer.W_qkv[:, 32 : 32 + 2 * layer.d_k]  # the key columns: 2 heads of d_k = 8
-raw_keys = (x @ W_k).reshape(2, 12, 2, 8).transpose(0, 2, 1, 3)  # (batch, 2, 12, d_k)
-print("cached keys == keys rotated at positions 0..11:",
-      np.allclose(cache.keys, apply_rope(raw_keys, np.arange(12)), rtol=0, atol=1e-12))
-
-# %% [markdown]
-# The backward pass goes through the rotation with its transpose, the rotation by
-# $-p\,\theta_i$ (`mhattn.core.grad.rope_vjp`). A check against central differences on a
-# few entries of `W_qkv` (the tests check every entry, and PyTorch's autograd):
-
-# %%
-layer = MultiHeadAttention(d_model=8, num_heads=2, seed=2, rope=True)
-x_small, d_output = rng.standard_normal((2, 1, 5, 8))
-gradient = layer.vjp(x_small, causal_mask(5))[2](d_output)["W_qkv"]
-step, worst = 1e-6, 0.0
-for index in [(0, 0), (3, 5), (7, 9), (2, 14), (5, 20)]:  # queries, keys, values
-    saved = layer.W_qkv[index]
-    losses = []
-    for sign in (1, -1):
-        layer.W_qkv[index] = saved + sign * step
-        losses.append(np.vdot(layer(x_small, causal_mask(5))[0], d_output))
-    layer.W_qkv[index] = saved
-    numeric = (losses[0] - losses[1]) / (2 * step)
-    worst = max(worst, abs(numeric - gradient[index]) / np.abs(gradient).max())
-print("vjp == central differences, relative error below 1e-7:", worst < 1e-7)
-
-# %% [markdown]
+# A model that writes one token at a time keeps the keys of the earlier tokens in a
+# cache; with RoPE each key is rotated once, at its own position, before it is cached,
+# and never again (the production notebook builds that cache).
+#
 # Cross-attention is refused with `rope=True`: its queries and keys come from two
 # different sequences, so "the distance between query $i$ and key $j$" has no meaning.
 #
@@ -462,9 +432,9 @@ plt.show()
 #   lengths and compose, so every score depends only on $i - j$. `mhattn` pairs $i$ with
 #   $i + d_k/2$ (GPT-NeoX, Hugging Face's Llama); RoFormer pairs $2i$ with $2i + 1$; a
 #   fixed reordering of the query and key columns turns one into the other.
-# - In `MultiHeadAttention(rope=True)`, keys are rotated once at their absolute position
-#   before they enter the KV cache; decoding token by token equals the full causal
-#   forward, with grouped queries, and the backward pass rotates back by $-p\,\theta_i$.
+# - `RotaryMultiHeadAttention` is notebook 04's module with queries and keys turned by
+#   their positions right after the heads are split; moving every position by the same
+#   offset changes nothing.
 # - One causal layer sees the earlier tokens as a set but can count them; two causal
 #   layers can tell orders apart. Without a mask, no depth can.
 #

@@ -53,12 +53,15 @@ import numpy as np
 
 from mhattn import (
     MultiHeadAttention,
+    attention_vjp,
     causal_mask,
+    linear_vjp,
+    multihead_vjp,
     padding_mask,
     scaled_dot_product_attention,
     softmax,
+    softmax_vjp,
 )
-from mhattn.core.grad import attention_vjp, linear_vjp, multihead_vjp, softmax_vjp
 from mhattn.learn.circuits import (
     claims,
     composition_baseline,
@@ -174,17 +177,15 @@ show_source(linear_vjp)
 # a `backward` function that runs the steps in reverse. One detail saves a copy: the
 # fused projection's columns are `num_heads + 2 * num_kv_heads` heads side by side, so
 # the three gradients $\bar Q, \bar K, \bar V$ are joined along the head axis and put
-# back into columns with a single `split_heads_vjp`. Grouped-query attention (notebook
-# 04's `num_kv_heads`) adds one more step: a key head shared by several query heads
-# collects the sum of their gradients.
+# back into columns with a single `split_heads_vjp`.
 
 # %%
 show_source(multihead_vjp)
 
 # %% [markdown]
-# `MultiHeadAttention.vjp(x, mask)` wraps it with the module's argument checks: it
-# returns `output, weights, backward`, and `backward(d_output)` returns a dict of
-# gradients for `"x"`, `"W_qkv"` and `"W_o"`, each of the shape and dtype of what it
+# Called with a module's weights, `multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads,
+# mask)` returns `output, weights, backward`, and `backward(d_output)` returns a dict of
+# gradients for `"x"`, `"W_qkv"` and `"W_o"`, each of the shape of what it
 # differentiates. Nothing is stored on the module, so several threads may train through
 # it at once.
 
@@ -224,7 +225,7 @@ def gradient_check(mha, x, mask, entries=30, h=1e-6, seed=0):
     """Worst error of backward's gradients against central differences (relative)."""
     rng = np.random.default_rng(seed)
     G = rng.standard_normal(x.shape)
-    grads = mha.vjp(x, mask)[2](G)
+    grads = multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads, mask)[2](G)
     arrays = {"x": x, "W_qkv": mha.W_qkv, "W_o": mha.W_o}  # perturbed, then restored
     errors = {}
     for name, array in arrays.items():
@@ -299,7 +300,7 @@ print("h = 1e-2 is 1000 times worse:", errors_h[-1] > 1000 * errors_h.min())
 # can neither see nor be seen, so no gradient reaches them:
 
 # %%
-output, weights, backward = mha.vjp(x, mask)
+output, weights, backward = multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads, mask)
 d_x = backward(np.ones_like(output))["x"]
 print("gradient reaching the two padded tokens is exactly 0:", np.all(d_x[1, 4:] == 0))
 print("gradient reaching every real token is non-zero:      ", np.all(d_x[1, :4] != 0))

@@ -20,7 +20,10 @@
 # serves a language model computes the same numbers, but four ideas make it affordable.
 # This notebook derives each of them from what the chapter already built, shows the
 # package's code for it, checks it against the chapter's own layer, and draws what it
-# buys.
+# buys. The layer that gathers them is `GroupedQueryAttention`: notebook 04's module with
+# notebook 08's rotary positions (optional here), grouped key/value heads, a KV cache and
+# cross-attention, and the bridges to PyTorch's weights. With its defaults it is notebook
+# 04's module, weight for weight.
 #
 # **In this notebook you will learn**
 #
@@ -49,13 +52,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import (
-    MultiHeadAttention,
+    GroupedQueryAttention,
+    attention_vjp,
+    attention_with_dropout,
     causal_mask,
     padding_mask,
     scaled_dot_product_attention,
     softmax,
 )
-from mhattn.core.grad import attention_vjp
 from mhattn.engine import KVCache, flash_attention
 from mhattn.engine import flash as flash_module
 from mhattn.pictures.exercises import exercise
@@ -482,7 +486,7 @@ show_source(KVCache._grow)
 # forward's outputs (the tests require agreement to 1e-12 in float64).
 
 # %%
-mha = MultiHeadAttention(d_model=32, num_heads=4, seed=0)
+mha = GroupedQueryAttention(d_model=32, num_heads=4, seed=0)
 x = rng.standard_normal((2, 20, 32))
 expected, _ = mha(x, causal_mask(20))
 for chunks in ([1] * 20, [7, 1, 5, 7]):
@@ -594,7 +598,7 @@ print("the drawn capacity is the KVCache's:", np.array_equal(seen, capacity))
 # columns, then the value columns.
 
 # %%
-show_source(MultiHeadAttention.forward)
+show_source(GroupedQueryAttention.forward)
 
 # %% [markdown]
 # The `np.repeat` lets every query head of a group read its group's keys and values; the
@@ -605,7 +609,7 @@ show_source(MultiHeadAttention.forward)
 # %%
 x = rng.standard_normal((1, 6, 32))
 for num_kv_heads in (4, 2, 1):
-    mha = MultiHeadAttention(32, 4, seed=1, num_kv_heads=num_kv_heads)
+    mha = GroupedQueryAttention(32, 4, seed=1, num_kv_heads=num_kv_heads)
     cache = KVCache()
     mha(x, kv_cache=cache)
     print(
@@ -613,7 +617,7 @@ for num_kv_heads in (4, 2, 1):
         "bytes for 6 tokens"
     )
 
-mha = MultiHeadAttention(32, 4, seed=1, num_kv_heads=2)
+mha = GroupedQueryAttention(32, 4, seed=1, num_kv_heads=2)
 _, weights = mha(x)
 # (1, 4, 6, 8)
 Q_all = (x @ mha.W_qkv[:, :32]).reshape(1, 6, 4, 8).transpose(0, 2, 1, 3)
@@ -705,7 +709,7 @@ fig.tight_layout()
 # keeps the context's keys and values from the first step.
 
 # %%
-mha = MultiHeadAttention(16, 2, seed=3)
+mha = GroupedQueryAttention(16, 2, seed=3)
 x = rng.standard_normal((2, 4, 16))  # the decoder's 4 tokens
 # the encoder's output: 7 tokens, the second sequence has 5
 context = rng.standard_normal((2, 7, 16))
@@ -753,7 +757,7 @@ fig.suptitle("Cross-attention weights (grey: the context's padding)")
 # (`dropout_p`; BERT used 0.1) and scale the survivors by $1 / (1 - p)$ so
 # that each weight keeps its expected value. Most large language models trained today
 # use no attention dropout at all ($p = 0$), and at inference it is always off.
-# `scaled_dot_product_attention(Q, K, V, mask, dropout_p=p, rng=rng)` does so, seeded
+# `attention_with_dropout(Q, K, V, mask, dropout_p=p, rng=rng)` does so, seeded
 # through a NumPy `Generator`; at `dropout_p=0` it changes nothing and draws no random
 # numbers. Averaged over many draws, the output comes back to the one without dropout:
 
@@ -763,7 +767,7 @@ plain, _ = scaled_dot_product_attention(Q, K, V)
 generator = np.random.default_rng(0)
 mean = np.mean(
     [
-        scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=generator)[0]
+        attention_with_dropout(Q, K, V, dropout_p=0.3, rng=generator)[0]
         for _ in range(2000)
     ],
     axis=0,
@@ -776,7 +780,7 @@ print(
     "one draw, seeded again, is the same:",
     np.array_equal(
         *(
-            scaled_dot_product_attention(
+            attention_with_dropout(
                 Q, K, V, dropout_p=0.3, rng=np.random.default_rng(1)
             )[1]
             for _ in range(2)
@@ -822,7 +826,7 @@ print(
 #   memory-efficient attention) that `F.scaled_dot_product_attention` picks by itself.
 # - `num_kv_heads` (section 4) is its `enable_gqa=True`, with fewer key/value heads
 #   than query heads; `dropout_p` (section 6) has the same name there.
-# - `MultiHeadAttention(d_model, num_heads)` is
+# - `GroupedQueryAttention(d_model, num_heads)` (and notebook 04's `MultiHeadAttention`) is
 #   `nn.MultiheadAttention(d_model, num_heads, bias=False, batch_first=True)`, whose
 #   boolean masks mean True = *blocked* (notebook 02); its `in_proj_weight` and
 #   `out_proj.weight` are our `W_qkv` and `W_o`, stored transposed (`x @ W.T`).
@@ -834,10 +838,10 @@ print(
 #
 # ### Loading a PyTorch module's weights
 #
-# `MultiHeadAttention.from_torch(module)` copies the weights of a bias-free
+# `GroupedQueryAttention.from_torch(module)` copies the weights of a bias-free
 # `nn.MultiheadAttention` (batch first or not); `mha.to_torch()` goes the other
 # way. Weights kept as four matrices, as most codebases keep them (`q_proj`,
-# `k_proj`, ...), come in through `MultiHeadAttention.from_weights(W_q, W_k, W_v,
+# `k_proj`, ...), come in through `GroupedQueryAttention.from_weights(W_q, W_k, W_v,
 # W_o, num_heads=..., layout="torch")`. The `layout` has no default: a square
 # weight has the same shape transposed, and a transposed one runs without
 # complaint and gives other numbers. For RoPE, `rope=True` pairs coordinates `i`
@@ -861,7 +865,7 @@ if torch is not None:
     torch.manual_seed(0)
     module = torch.nn.MultiheadAttention(16, 4, bias=False, batch_first=True,
                                          dtype=torch.float64).eval()
-    from_torch = MultiHeadAttention.from_torch(module)  # (out, in) -> (in, out)
+    from_torch = GroupedQueryAttention.from_torch(module)  # (out, in) -> (in, out)
     x_torch = np.random.default_rng(0).standard_normal((2, 6, 16))  # (batch, seq, d)
     ours, our_weights = from_torch(x_torch, causal_mask(6))
     t, blocked = torch.from_numpy(x_torch), torch.from_numpy(~causal_mask(6))
@@ -1015,7 +1019,7 @@ def check_exercise_2(sequences_that_fit):
                 "Exercise 2: not yet. Replace the ... with your answer and run the "
                 "cell again."
             )
-        mha = MultiHeadAttention(24, 6, num_kv_heads=3)
+        mha = GroupedQueryAttention(24, 6, num_kv_heads=3)
         caches = [KVCache() for _ in range(2)]  # two layers, one sequence of 5 tokens
         for cache in caches:
             mha(np.zeros((1, 5, 24)), kv_cache=cache)

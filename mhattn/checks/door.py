@@ -31,7 +31,9 @@ def door(function, check_arguments, *, results_finite=True, moved=None):
     ``check_arguments`` takes the function's arguments by name and returns
     ``(arguments, result_dtype)``: the normalised arguments, and the dtype to cast array
     results to (None to leave them as computed); or ``(arguments, result_dtype, guard)``, with
-    ``guard`` a context manager the call runs inside. ``results_finite=False`` skips the
+    ``guard`` a context manager the call runs inside; or ``(arguments, result_dtype, guard,
+    after)``, with ``after(result)`` giving what the caller receives (a ``backward`` function
+    returned behind a door of its own, say). ``results_finite=False`` skips the
     overflow check, for functions that only move numbers around (:func:`mhattn.split_heads`).
     ``moved`` maps keyword arguments that the function no longer takes to a sentence saying
     where they went, raised as the ``TypeError``. The plain function stays reachable as
@@ -42,12 +44,14 @@ def door(function, check_arguments, *, results_finite=True, moved=None):
 
     @functools.wraps(function)
     def checked_call(*args, **kwargs):
-        arguments, result_dtype, *guard = check_arguments(**bind(args, kwargs))
-        if guard:
-            with guard[0], np.errstate(all="ignore"):  # overflow is reported below, with a clear message
+        arguments, result_dtype, *extra = check_arguments(**bind(args, kwargs))
+        if not extra:
+            with np.errstate(all="ignore"):  # overflow is reported below, with a clear message
                 return _finish(name, function(**arguments), result_dtype, results_finite)
-        with np.errstate(all="ignore"):
-            return _finish(name, function(**arguments), result_dtype, results_finite)
+        guard, *after = extra
+        with guard, np.errstate(all="ignore"):
+            result = _finish(name, function(**arguments), result_dtype, results_finite)
+        return after[0](result) if after else result
 
     checked_call.__door__ = check_arguments  # what the door checks (the door test reads it)
     return checked_call

@@ -6,6 +6,9 @@ broadcasting message, or a silent broadcast), a non-finite gradient, a head coun
 not divide the width. Arrays become float arrays as at every door (:func:`~.values.real_array`).
 """
 
+import contextlib
+
+from .door import door
 from .module import head_counts, module_mask, tokens
 from .positions import position_array, rope_base_value, rope_input
 from .values import compute_dtype, finite, ndim, positive_int, real_array
@@ -121,4 +124,17 @@ def multihead_vjp_args(x, W_qkv, W_o, num_heads, mask):
             raise ValueError(f"{name} must have shape {shape} (d_model = {d_model} from W_o); got shape {array.shape}")
     mask = module_mask(mask, (x.shape[0], num_heads, x.shape[1], x.shape[1]))
     arrays, result_dtype = _cast({"x": x, "W_qkv": W_qkv, "W_o": W_o})
-    return arrays | {"num_heads": num_heads, "mask": mask}, result_dtype
+    arguments = arrays | {"num_heads": num_heads, "mask": mask}
+    return arguments, result_dtype, contextlib.nullcontext(), backward_behind_a_door
+
+
+def backward_behind_a_door(result):
+    """``(output, weights, backward)`` with ``backward`` checked: ``d_output`` must be finite, of the output's shape."""
+    output, weights, backward = result
+
+    def d_output_args(d_output):
+        d_output = _real("d_output", d_output)
+        _same_shape("d_output", d_output, "output", output.shape)
+        return {"d_output": d_output.astype(output.dtype, copy=False)}, None
+
+    return output, weights, door(backward, d_output_args)

@@ -8,7 +8,9 @@ import numpy as np
 from .module import head_counts, module_mask, module_weights, rope_attributes, scores_bounded, tokens
 from .optional import require
 from .positions import module_positions, rope_settings
-from .values import compute_dtype, finite, flag, index, integer, real_array
+from .door import door
+from .grad import backward_behind_a_door
+from .values import compute_dtype, flag, index, integer, real_array
 from .values import seed as seed_value
 
 
@@ -55,10 +57,10 @@ def full_forward_args(self, x, mask, need_weights, context, kv_cache, positions)
     positions = module_positions(positions, self.rope, x.shape[0], x.shape[1])
     x = x.astype(dtype, copy=False)
     context = None if context is None else context.astype(dtype, copy=False)
-    W_qkv, _ = module_weights(self, dtype)
+    module_weights(self, dtype)
     cached = None if kv_cache is None else getattr(kv_cache, "keys", None)  # (batch, kv_heads, len, d_k) or None
     start = 0 if cached is None else cached.shape[2]
-    scores_bounded(self, x, W_qkv, mask, context, cached, positions,
+    scores_bounded(self, x, self.W_qkv.astype(dtype, copy=False), mask, context, cached, positions,
                    project=lambda: self._project(x, context, start, positions))
     arguments = {"self": self, "x": x, "mask": mask, "need_weights": need_weights, "positions": positions}
     guard = contextlib.nullcontext() if kv_cache is None else kv_cache.undo_on_error()  # a failed step is undone
@@ -95,20 +97,8 @@ def head_args(self, head):
 def vjp_args(self, x, mask, positions):
     """Arguments of :meth:`mhattn.GroupedQueryAttention.vjp`: those of its forward, without a cache or context."""
     arguments, result_dtype, _ = full_forward_args(self, x, mask, True, None, None, positions)
-    return {name: arguments[name] for name in ("self", "x", "mask", "positions")}, result_dtype
-
-
-def backward_args(output, module):
-    """The check of the ``backward`` that :meth:`mhattn.GroupedQueryAttention.vjp` returns."""
-
-    def check(d_output):
-        d_output = real_array("d_output", d_output)
-        if d_output.shape != output.shape:
-            raise ValueError(f"d_output must have the output's shape {output.shape}; got shape {d_output.shape}")
-        finite("d_output", d_output)
-        return {"d_output": d_output.astype(np.result_type(output, module.W_qkv.dtype), copy=False)}, None
-
-    return check
+    arguments = {name: arguments[name] for name in ("self", "x", "mask", "positions")}
+    return arguments, result_dtype, contextlib.nullcontext(), backward_behind_a_door
 
 
 def from_weights_args(cls, W_q, W_k, W_v, W_o, num_heads, layout, num_kv_heads, rope, rope_base):

@@ -1,0 +1,62 @@
+"""What a door costs: a chapter-size call through the public surface against its plain body, side by side.
+
+Every public call of ``mhattn`` is checked at its door (arguments, then the result); the
+package's own code calls the plain functions. This prints, for calls the size of the
+chapter's examples, the median time of the door and of the plain body in one run, and
+their ratio. The plain body of a door is its ``__wrapped__``.
+
+    python benchmarks/bench_door.py [--repeats 2000]
+"""
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import mhattn
+
+
+def median_us(call, repeats):
+    """Median wall time of ``call()`` in microseconds, over ``repeats`` runs in blocks of 20."""
+    for _ in range(50):  # warm up
+        call()
+    times = []
+    for _ in range(max(repeats // 20, 5)):
+        start = time.perf_counter()
+        for _ in range(20):
+            call()
+        times.append((time.perf_counter() - start) / 20 * 1e6)
+    return statistics.median(times)
+
+
+def cases():
+    """``(name, door call, plain call)`` for the chapter-size calls: batch 1, 6 tokens, d_model 64, 4 heads."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 6, 64))
+    mask = mhattn.causal_mask(6)
+    mha = mhattn.MultiHeadAttention(64, 4)
+    plain_forward = type(mha).forward.__wrapped__
+    Q, K, V = (rng.standard_normal((1, 4, 6, 16)) for _ in range(3))
+    plain_attention = mhattn.scaled_dot_product_attention.__wrapped__
+    scores = rng.standard_normal((1, 4, 6, 6))
+    return [
+        ("MultiHeadAttention(64, 4)(x, mask), x (1, 6, 64)", lambda: mha(x, mask), lambda: plain_forward(mha, x, mask)),
+        ("scaled_dot_product_attention, (1, 4, 6, 16)", lambda: mhattn.scaled_dot_product_attention(Q, K, V, mask),
+         lambda: plain_attention(Q, K, V, mask)),
+        ("softmax, (1, 4, 6, 6)", lambda: mhattn.softmax(scores), lambda: mhattn.softmax.__wrapped__(scores)),
+    ]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2000, help="calls timed per case (default 2000)")
+    args = parser.parse_args(argv)
+    print(f"{'call':<52} {'door (us)':>10} {'plain (us)':>11} {'ratio':>6}")
+    for name, door_call, plain_call in cases():
+        door_us, plain_us = median_us(door_call, args.repeats), median_us(plain_call, args.repeats)
+        print(f"{name:<52} {door_us:>10.1f} {plain_us:>11.1f} {door_us / plain_us:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
