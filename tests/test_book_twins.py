@@ -21,7 +21,6 @@ The browser part skips with the reason when Chromium or Playwright is missing, e
 """
 
 import importlib
-import importlib.util
 import json
 import re
 import shutil
@@ -39,14 +38,7 @@ REBUILD = ("rebuild them with `python book/twin_goldens.py` (or `python book/bui
            "then run tests/test_book_twins.py in Chromium")
 
 
-def load(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-twin_goldens = load("twin_goldens", ROOT / "book" / "twin_goldens.py")
+twin_goldens = test_book_explorer.load("twin_goldens", ROOT / "book" / "twin_goldens.py")
 live_explorer = test_book_explorer.live_explorer
 browser = test_book_explorer.browser  # the same Chromium fixture, launched once per module
 
