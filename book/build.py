@@ -36,6 +36,10 @@ images into ``jupyter_execute/`` beside ``<out>``; with the default, both are in
   show) becomes the container of that live figure, drawn in the browser by the explorer's engine
   (book/live_explorer.py adds the scripts to every page that holds one).
 
+The live explorer and figures compute in the browser, in JavaScript, what mhattn computes. The
+command (``main``) also writes what mhattn gives for a representative set of their states into
+``book/goldens/`` (book/twin_goldens.py), the numbers the JavaScript is held to.
+
 The landing page (``book/index.md``) gets, where it says ``<!-- chapters -->``, one line per
 notebook: its title, a one-line promise (``PROMISES``) and a reading time estimated from
 its words and lines of code (``reading_minutes``); its picture comes from ``figures/``.
@@ -368,19 +372,33 @@ def stage(staging, notebooks=NOTEBOOKS):
         (staging / "notebooks" / path.name).write_text(json.dumps(page, indent=1), encoding="utf-8")
 
 
-@functools.cache
-def live_explorer():
-    """book/live_explorer.py as a module (this file also runs as a script, and is loaded by path in tests)."""
+def book_module(name):
+    """book/NAME.py as a module (this file also runs as a script, and is loaded by path in tests)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("live_explorer", BOOK / "live_explorer.py")
+    spec = importlib.util.spec_from_file_location(name, BOOK / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS):
-    """Stage and build the site into ``out`` from the notebooks in ``notebooks``; return the seconds it took."""
+@functools.cache
+def live_explorer():
+    """book/live_explorer.py: the live explorer's data and scripts."""
+    return book_module("live_explorer")
+
+
+@functools.cache
+def twin_goldens():
+    """book/twin_goldens.py: mhattn's numbers for the live explorer's and figures' states."""
+    return book_module("twin_goldens")
+
+
+def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS, goldens=None):
+    """Stage and build the site into ``out`` from the notebooks in ``notebooks``; return the seconds it took.
+
+    With ``goldens`` (a folder), also write there mhattn's numbers for the live pages' states.
+    """
     out = Path(out).resolve()
     staging = out.with_name(out.name + "-src")
     start = time.perf_counter()
@@ -392,6 +410,8 @@ def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS):
         command.append("-q")
     subprocess.run(command, check=True)
     live_explorer().install(out)  # the explorer's and the live figures' pages compute in the browser
+    if goldens is not None:
+        twin_goldens().write(goldens)  # what their JavaScript must compute
     return time.perf_counter() - start
 
 
@@ -401,7 +421,7 @@ def main(argv=None):
     parser.add_argument("--verbose", action="store_true", help="show Sphinx's progress")
     args = parser.parse_args(argv)
     try:
-        seconds = build(args.out, quiet=not args.verbose)
+        seconds = build(args.out, quiet=not args.verbose, goldens=twin_goldens().GOLDENS)
     except subprocess.CalledProcessError as error:
         sys.exit(f"book: Sphinx failed (exit code {error.returncode}); the messages above say why")
     print(f"book: built {args.out / 'index.html'} in {seconds:.1f} s")

@@ -16,6 +16,9 @@ The chapters' live figures (``_static/live-figures.js``: the mask in chapter 2, 
 in 8) run on the same engine and data. A chapter's page holds ``<div class="mhattn-live-figure"
 data-figure="NAME">`` (book/build.py writes it where the notebook says ``<!-- live-figure: NAME -->``).
 
+What the scripts must compute from this data, mhattn's own numbers for a set of states, is in
+``book/goldens/`` (written by book/twin_goldens.py when the book is built).
+
 The data is a script (``window.MHATTN_EXPLORER = {...}``) loaded by a ``<script>`` tag, not
 fetched, so the page also works from a folder opened as ``file://``.
 

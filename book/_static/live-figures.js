@@ -10,8 +10,10 @@
    - rope (chapter 8): the layer's weights with RoPE on and off, and one query's scores against
      the offset j - i.
 
-   Pointing at (or tapping) a heatmap's cell reads out its weight and its row's sum. For tests, the
-   numbers drawn last are in window.__liveFigures[NAME], the cell read last in window.__liveCell. */
+   Each figure is state -> numbers (MhattnExplorer.figures[NAME](state, data), which draws nothing),
+   then a drawing of them. Pointing at (or tapping) a heatmap's cell reads out its weight and its
+   row's sum. For tests, the numbers drawn last are in window.__liveFigures[NAME], the cell read
+   last in window.__liveCell. */
 (function (ns) {
   "use strict";
   const M = ns.math, SEED = 123;
@@ -85,13 +87,20 @@
     return { Wqkv, Wo };
   }
 
+  /* The figure's numbers for a state { mask, fillers } (fillers: 0 unless the mask pads). */
+  function maskNumbers(state, data) {
+    const { n, d } = MASK, allowed = maskAllowed(state.mask, n, state.fillers);
+    const x = ns.frame.randomTokens(data, SEED, n, d)[data.limits.shown];
+    const { weights } = M.attention(x, n, d, 1, identityLayer(d), allowed, 0);
+    return { weights, allowed: range(n).map((i) => range(n).map((j) => allowed(i, j))) };
+  }
+
   function maskFigure(root, data) {
-    const { select, labelled } = ns.ui, { n, d } = MASK;
+    const { select, labelled } = ns.ui, { n } = MASK;
     const mask = select("mask", [["no mask", "none"], ["causal", "causal"], ["padding at the end", "padding"],
       ["causal + padding at the start", "left"]], "left");
     const fillers = slider("fillers", 0, n - 1, 2, "filler tokens"), shown = ns.ui.element("output", {}, ["2"]);
     const fillerControl = labelled("filler tokens", fillers, [shown]);
-    const x = ns.frame.randomTokens(data, SEED, n, d)[data.limits.shown], layer = identityLayer(d);
     const heat = heatmapCanvas("attention weights under the chosen mask");
     figure(root, "mask", "Live in this page: choose a mask and how many tokens are fillers. With padding at the "
       + "start and a causal mask, the filler queries may see nothing: their rows are all grey, weight 0, sum 0.",
@@ -100,10 +109,8 @@
       const k = Number(fillers.value), padded = mask.value === "padding" || mask.value === "left";
       shown.textContent = fillers.value;
       fillerControl.hidden = !padded;
-      const allowed = maskAllowed(mask.value, n, padded ? k : 0);
-      const { weights } = M.attention(x, n, d, 1, layer, allowed, 0);
-      const frame = { weights, allowed: range(n).map((i) => range(n).map((j) => allowed(i, j))),
-        labels: range(n).map(String), padded: mask.value === "padding" ? n - k : n };
+      const state = { mask: mask.value, fillers: padded ? k : 0 }, { weights, allowed } = maskNumbers(state, data);
+      const frame = { weights, allowed, labels: range(n).map(String), padded: mask.value === "padding" ? n - k : n };
       const panels = ns.draw.drawHeads(heat, frame, ["attention weights, Q = K = V = 6 random tokens",
         "row = query, column = key · grey = masked"], width);
       const rowSums = sums(weights)[0], empty = range(n).filter((i) => !frame.allowed[i].some(Boolean));
@@ -111,13 +118,20 @@
         + (padded ? ` · ${k} filler token${k === 1 ? "" : "s"}` : ""), `row sums: ${f2(rowSums)}`,
       empty.length ? `queries ${empty.join(", ")} may attend to nothing: their weights and outputs are 0`
         : "every query may attend to at least one key"]);
-      return { frame, panels, record: { state: { mask: mask.value, fillers: padded ? k : 0 }, empty } };
+      return { frame, panels, record: { state, empty } };
     });
   }
 
   // ---------------------------------------------------------------- chapter 4: heads side by side
 
   const HEADS = { n: 6, d: 64 };
+
+  /* Every head's weights for a state { num_heads, seed }: the explorer's frame of that layer. */
+  function headsNumbers(state, data) {
+    const { n, d } = HEADS;
+    return ns.frame.compute({ trained: false, seqLen: n, dModel: d, numHeads: state.num_heads, seed: state.seed,
+      mask: "none", positions: "none" }, data, null);
+  }
 
   function headsFigure(root, data) {
     const { select, labelled } = ns.ui, L = data.limits, { n, d } = HEADS;
@@ -128,15 +142,14 @@
       + "weights and the tokens. Every head gets the same tokens; each attends in its own way.",
     [labelled("num_heads", numHeads), labelled("seed", seed)], [heat],
     (width, readout) => {
-      const state = { trained: false, seqLen: n, dModel: d, numHeads: Number(numHeads.value), seed: Number(seed.value),
-        mask: "none", positions: "none" };
-      const frame = ns.frame.compute(state, data, null);
+      const state = { num_heads: Number(numHeads.value), seed: Number(seed.value) };
+      const frame = headsNumbers(state, data);
       frame.padded = n;
       const panels = ns.draw.drawHeads(heat, frame, [`attention weights of one untrained layer, per head`,
-        `${n} tokens · d_model = ${d} · d_k = ${d / state.numHeads}`], width);
-      lines(readout, [`num_heads=${state.numHeads} · d_k=${d / state.numHeads} · seed=${state.seed}`,
+        `${n} tokens · d_model = ${d} · d_k = ${d / state.num_heads}`], width);
+      lines(readout, [`num_heads=${state.num_heads} · d_k=${d / state.num_heads} · seed=${state.seed}`,
         ...sums(frame.weights).map((row, h) => `row sums, head ${h}: ${f2(row)}`)]);
-      return { frame, panels, record: { state: { num_heads: state.numHeads, seed: state.seed } } };
+      return { frame, panels, record: { state } };
     });
   }
 
@@ -163,10 +176,22 @@
     }));
   }
 
-  function drawOffsets(canvas, scores, query, width) {  // the scores against j - i; query's own in blue
+  /* The weights of one head with RoPE on or off for a state { rope, query }, and the scores of token 0's
+     query and key turned to every position (scores[i][j]), and along the offset j - i (curve[j - i + n - 1]). */
+  function ropeNumbers(state, data) {
+    const { n, d } = ROPE, base = state.rope ? data.limits.ropeBase : 0;
+    const frame = ns.frame.compute({ trained: false, seqLen: n, dModel: d, numHeads: 1, seed: SEED, mask: "none",
+      positions: state.rope ? "rope" : "none" }, data, null);
+    const x = ns.frame.randomTokens(data, SEED, n, d)[data.limits.shown];
+    const scores = offsetScores(x, n, d, M.layerWeights(d, SEED, Math.max(...data.limits.dModels)), base);
+    const curve = range(2 * n - 1).map((k) => k - (n - 1)).map((o) => scores[Math.max(0, -o)][Math.max(0, o)]);
+    return { ...frame, scores, curve };
+  }
+
+  function drawOffsets(canvas, scores, curveScores, query, width) {  // the scores against j - i; query's own in blue
     const n = scores.length, height = 260, ctx = ns.draw.prepare(canvas, width, height);
     const box = { x: 52, y: 40, w: width - 64, h: height - 84 };
-    const curve = range(2 * n - 1).map((k) => k - (n - 1)).map((o) => [o, scores[Math.max(0, -o)][Math.max(0, o)]]);
+    const curve = curveScores.map((s, k) => [k - (n - 1), s]);
     const values = scores.flat(), lo = Math.min(...values), hi = Math.max(...values), pad = (hi - lo) * 0.1 + 0.05;
     const at = ([o, s]) => [box.x + (o + n - 1) / (2 * n - 2) * box.w, box.y + (hi + pad - s) / (hi - lo + 2 * pad) * box.h];
     ctx.textAlign = "center";
@@ -189,15 +214,12 @@
     ctx.textAlign = "left";
     ctx.fillStyle = GREY; ctx.fillText("— every pair", box.x + 6, box.y + 16);
     ctx.fillStyle = BLUE; ctx.fillText("● this query", box.x + 100, box.y + 16);
-    return curve;
   }
 
   function ropeFigure(root, data) {
     const { select, labelled, element } = ns.ui, { n, d } = ROPE;
     const rope = select("rope", [["off", "off"], ["on", "on"]], "on");
     const query = slider("query", 0, n - 1, 5, "query position"), shown = element("output", {}, ["5"]);
-    const x = ns.frame.randomTokens(data, SEED, n, d)[data.limits.shown];
-    const W = M.layerWeights(d, SEED, Math.max(...data.limits.dModels));
     const heat = heatmapCanvas("attention weights with RoPE on or off"), scoreCanvas = element("canvas", { class: "mhx-offsets", role: "img",
       "aria-label": "one query's scores against the offset j - i" });
     figure(root, "rope", "Live in this page: turn RoPE on and off, and move the query. With RoPE on, the "
@@ -205,21 +227,21 @@
     [labelled("RoPE", rope), labelled("query position", query, [shown])],
     [heat, scoreCanvas],
     (width, readout) => {
-      const on = rope.value === "on", i = Number(query.value), base = on ? data.limits.ropeBase : 0;
+      const on = rope.value === "on", i = Number(query.value);
       shown.textContent = query.value;
-      const frame = ns.frame.compute({ trained: false, seqLen: n, dModel: d, numHeads: 1, seed: SEED, mask: "none",
-        positions: on ? "rope" : "none" }, data, null);
+      const frame = ropeNumbers({ rope: on, query: i }, data), { scores, curve } = frame;
       frame.padded = n;
       const panels = ns.draw.drawHeads(heat, frame, [`attention weights, RoPE ${on ? "on" : "off"}`,
         `${n} random tokens · one head · d_k = ${d}`], width);
-      const scores = offsetScores(x, n, d, W, base), curve = drawOffsets(scoreCanvas, scores, i, width);
+      drawOffsets(scoreCanvas, scores, curve, i, width);
       lines(readout, [`RoPE ${on ? "on" : "off"} · query at position ${i}`,
         `its scores with keys 0..${n - 1}: ${f2(scores[i])}`, `row sums: ${f2(sums(frame.weights)[0])}`]);
-      return { frame, panels, record: { state: { rope: on, query: i }, scores, curve: curve.map(([, s]) => s) } };
+      return { frame, panels, record: { state: { rope: on, query: i }, scores, curve } };
     });
   }
 
   const FIGURES = { mask: maskFigure, heads: headsFigure, rope: ropeFigure };
+  ns.figures = { mask: maskNumbers, heads: headsNumbers, rope: ropeNumbers };
 
   function init() {
     if (!window.MHATTN_EXPLORER || !ns.ui) return;
