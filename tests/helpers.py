@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from oracle import require_torch, torch
 
-from mhattn import MultiHeadAttention
+from mhattn import GroupedQueryAttention
 
 
 def raises(error, message):
@@ -164,10 +164,13 @@ def module_tolerances(mha, x, context=None):
     return 2 * output, 2 * rel
 
 
-def small_module(dtype=np.float64, seq_len=5, seed=16):
-    """A module (d_model 8, 2 heads, seed 3), an input ``x`` and an upstream gradient ``d_out``, in ``dtype``."""
+def small_module(dtype=np.float64, seq_len=5, seed=16, module=GroupedQueryAttention):
+    """A module (d_model 8, 2 heads, seed 3), an input ``x`` and an upstream gradient ``d_out``, in ``dtype``.
+
+    ``module``: the class to build; the default, the full layer, has ``vjp``.
+    """
     rng = np.random.default_rng(seed)
-    mha = MultiHeadAttention(d_model=8, num_heads=2, seed=3)
+    mha = module(d_model=8, num_heads=2, seed=3)
     x = rng.standard_normal((2, seq_len, 8)).astype(dtype)
     d_out = rng.standard_normal((2, seq_len, 8)).astype(dtype)
     return mha, x, d_out

@@ -1,4 +1,4 @@
-"""The package's shape: folders are layers, dependencies point one way, trust follows the folder.
+"""The package's shape: folders are layers, dependencies point one way, every call through the surface is checked.
 
 Every rule reads the source tree itself (``mhattn/**/*.py``), so a module added, moved or
 renamed is checked without editing this file, and a layer that disappeared fails instead of
@@ -6,7 +6,10 @@ passing on nothing.
 """
 
 import ast
+import importlib
 import importlib.util
+import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -14,7 +17,7 @@ import numpy as np
 import pytest
 
 import mhattn
-from mhattn import checks, softmax, split_heads
+from mhattn import softmax, split_heads
 
 PACKAGE = Path(mhattn.__file__).parent
 LAYERS = ("checks", "core", "engine", "learn", "pictures", "explorer")
@@ -137,22 +140,63 @@ def call_from(module, source, **names):
     return scope["result"]
 
 
-TRUSTED = sorted({name for name in MODULES if layer_of(name) in ("core", "engine")})
-CHECKED = sorted({name for name in MODULES if layer_of(name) not in ("core", "engine")})
+SURFACES = ("mhattn", "mhattn.engine", "mhattn.learn", "mhattn.pictures", "mhattn.explorer")
 
 
-@pytest.mark.parametrize("module", TRUSTED + [f"mhattn.{layer}.moved_here" for layer in ("core", "engine")])
-def test_calls_from_the_teaching_path_and_the_engine_are_trusted_wherever_the_file_sits(module):
-    assert checks.trusted(module)
-    with pytest.raises(AttributeError):  # no check turned the list into an array: the call was trusted
-        call_from(module, "result = split_heads([[[1.0, 2.0]]], 2)", split_heads=split_heads)
+ELSEWHERE = ["mhattn.core.moved_here", "mhattn.engine.moved_here", "user_code"]
 
 
-@pytest.mark.parametrize("module", CHECKED + ["mhattn.corelike", "mhattn.engineer.x", "user_code", "mhattn"])
-def test_every_other_caller_is_checked(module):
-    assert not checks.trusted(module)
+@pytest.mark.parametrize("module", sorted(MODULES) + ELSEWHERE)
+def test_every_caller_is_checked_wherever_the_call_is_written(module):
+    """No door asks who is calling: a list becomes an array for the package's own modules too."""
     result = call_from(module, "result = split_heads([[[1.0, 2.0]]], 2)", split_heads=split_heads)
     np.testing.assert_array_equal(result, [[[[1.0]], [[2.0]]]])
+
+
+def test_no_module_reads_the_call_stack():
+    pattern = re.compile(r"_getframe|inspect\.stack|f_back|currentframe|inspect\.trace|extract_stack")
+    readers = [f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}"
+               for path in MODULES.values()
+               for number, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not readers, "the call stack is read:\n" + "\n".join(readers)
+
+
+def public_methods(cls):
+    """``(name, function)`` of every public method of ``cls`` and of its own bases in mhattn, ``__init__`` included."""
+    found = []
+    for name, _ in inspect.getmembers(cls):
+        if name.startswith("_") and name != "__init__":
+            continue
+        owner = next((base for base in cls.__mro__ if name in vars(base)), None)
+        if owner is None or not owner.__module__.startswith("mhattn"):
+            continue
+        raw = vars(owner)[name]
+        function = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
+        if callable(function) and not isinstance(function, type):
+            found.append((f"{owner.__name__}.{name}", function))
+    return found
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_every_name_in_a_surface_is_a_door_or_a_class_whose_public_methods_are(surface):
+    package = importlib.import_module(surface)
+    assert package.__all__, f"{surface} shows nothing"
+    plain = []
+    for name in package.__all__:
+        value = getattr(package, name)
+        if isinstance(value, type):
+            plain += [f"{surface}.{name}: {method}" for method, function in public_methods(value)
+                      if not hasattr(function, "__door__")]
+        elif callable(value) and not hasattr(value, "__door__"):
+            plain.append(f"{surface}.{name}")
+    assert not plain, "shown without a door:\n" + "\n".join(plain)
+
+
+def test_the_package_imports_plain_functions_never_a_surface_init():
+    wrong = [f"{MODULES[name].relative_to(PACKAGE.parent)}:{line} imports {target}"
+             for name, found in GRAPH.items() if name not in SURFACES
+             for target, line, _, _ in found if target in SURFACES]
+    assert not wrong, "imports from a surface __init__ (a door) inside the package:\n" + "\n".join(wrong)
 
 
 def load_as(path, name):
@@ -175,8 +219,7 @@ def test_a_module_moved_within_its_layer_computes_the_same():
     expected = mhattn.scaled_dot_product_attention(Q, K, V, mask)
     for got, want in zip(moved.scaled_dot_product_attention(Q, K, V, mask), expected, strict=True):
         np.testing.assert_array_equal(got, want)
-    assert checks.trusted(moved.__name__)
-    with pytest.raises(ValueError, match="x must not contain NaN"):  # its own door still checks a caller
+    with pytest.raises(ValueError, match="x must not contain NaN"):  # the door still checks a caller
         softmax([np.nan])
 
 

@@ -13,7 +13,14 @@ import pytest
 from helpers import module_tolerances, needs_torch, raises, torch_twin
 from oracle import torch
 
-from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn import (
+    GroupedQueryAttention,
+    MultiHeadAttention,
+    attention_with_dropout,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+)
 
 
 def torch_gqa_forward(mha, x, context=None, mask=None):
@@ -42,7 +49,7 @@ def torch_gqa_forward(mha, x, context=None, mask=None):
 @pytest.mark.parametrize("masked", [False, True])
 def test_grouped_query_attention_equals_torch_enable_gqa(num_heads, num_kv_heads, masked):
     d_model = 4 * num_heads
-    mha = MultiHeadAttention(d_model, num_heads, seed=num_kv_heads, num_kv_heads=num_kv_heads)
+    mha = GroupedQueryAttention(d_model, num_heads, seed=num_kv_heads, num_kv_heads=num_kv_heads)
     x = np.random.default_rng(num_heads).standard_normal((2, 7, d_model))
     mask = causal_mask(7) if masked else None
     output, weights = mha(x, mask)
@@ -51,14 +58,14 @@ def test_grouped_query_attention_equals_torch_enable_gqa(num_heads, num_kv_heads
 
 
 def test_the_weight_layout_queries_then_keys_then_values():
-    mha = MultiHeadAttention(24, 6, num_kv_heads=2)
+    mha = GroupedQueryAttention(24, 6, num_kv_heads=2)
     assert mha.W_qkv.shape == (24, 24 + 2 * 2 * 4)  # d_model + 2 * num_kv_heads * d_k
     assert (mha.num_kv_heads, mha.d_k) == (2, 4)
 
 
 def test_query_head_h_reads_key_value_head_h_over_the_group_size():
     """Heads 0-2 share key/value head 0, heads 3-5 head 1: their weights come from the same keys."""
-    mha = MultiHeadAttention(24, 6, seed=3, num_kv_heads=2)
+    mha = GroupedQueryAttention(24, 6, seed=3, num_kv_heads=2)
     x = np.random.default_rng(0).standard_normal((1, 5, 24))
     _, weights = mha(x)
     d_model, d_k = 24, 4
@@ -72,17 +79,20 @@ def test_query_head_h_reads_key_value_head_h_over_the_group_size():
 
 
 def test_num_kv_heads_none_changes_nothing():
-    """The seed's worked example is unchanged: same weights, same outputs as num_kv_heads=num_heads."""
-    default, explicit = MultiHeadAttention(16, 4, seed=42), MultiHeadAttention(16, 4, seed=42, num_kv_heads=4)
+    """The seed's worked example is unchanged: same weights, same outputs as num_kv_heads=num_heads and the seed."""
+    default, explicit = GroupedQueryAttention(16, 4, seed=42), GroupedQueryAttention(16, 4, seed=42, num_kv_heads=4)
+    seed = MultiHeadAttention(16, 4, seed=42)
     assert default.num_kv_heads == 4 and default.W_qkv.shape == (16, 48)
     np.testing.assert_array_equal(default.W_qkv, explicit.W_qkv)
+    np.testing.assert_array_equal(default.W_qkv, seed.W_qkv)
     x = np.random.default_rng(1).standard_normal((1, 3, 16))
     np.testing.assert_array_equal(default(x)[0], explicit(x)[0])
+    np.testing.assert_array_equal(default(x)[0], seed(x)[0])
 
 
 @needs_torch
 def test_num_kv_heads_equal_to_num_heads_equals_nn_multiheadattention():
-    mha = MultiHeadAttention(16, 4, seed=9, num_kv_heads=4)
+    mha = GroupedQueryAttention(16, 4, seed=9, num_kv_heads=4)
     twin = torch_twin(mha)
     x = np.random.default_rng(5).standard_normal((2, 6, 16))
     with torch.no_grad():
@@ -107,7 +117,7 @@ def test_num_kv_heads_equal_to_num_heads_equals_nn_multiheadattention():
 )
 def test_bad_num_kv_heads(num_heads, num_kv_heads, error, message):
     with raises(error, message):
-        MultiHeadAttention(16, num_heads, num_kv_heads=num_kv_heads)
+        GroupedQueryAttention(16, num_heads, num_kv_heads=num_kv_heads)
 
 
 # --- cross-attention ---------------------------------------------------------------------
@@ -116,7 +126,7 @@ def test_bad_num_kv_heads(num_heads, num_kv_heads, error, message):
 @needs_torch
 @pytest.mark.parametrize("seq_q, seq_k", [(5, 9), (9, 5), (1, 12)])
 def test_cross_attention_equals_nn_multiheadattention_with_a_key_padding_mask(seq_q, seq_k):
-    mha = MultiHeadAttention(24, 3, seed=seq_k)
+    mha = GroupedQueryAttention(24, 3, seed=seq_k)
     generator = np.random.default_rng(seq_q)
     x = generator.standard_normal((3, seq_q, 24))
     context = generator.standard_normal((3, seq_k, 24))
@@ -140,7 +150,7 @@ def test_cross_attention_equals_nn_multiheadattention_with_a_key_padding_mask(se
 
 @needs_torch
 def test_grouped_cross_attention_equals_torch_enable_gqa():
-    mha = MultiHeadAttention(32, 8, seed=2, num_kv_heads=2)
+    mha = GroupedQueryAttention(32, 8, seed=2, num_kv_heads=2)
     generator = np.random.default_rng(8)
     x, context = generator.standard_normal((2, 4, 32)), generator.standard_normal((2, 11, 32))
     mask = padding_mask([11, 6], 11)
@@ -150,7 +160,7 @@ def test_grouped_cross_attention_equals_torch_enable_gqa():
 
 
 def test_cross_attention_with_x_as_context_is_self_attention():
-    mha = MultiHeadAttention(16, 4, seed=4, num_kv_heads=2)
+    mha = GroupedQueryAttention(16, 4, seed=4, num_kv_heads=2)
     x = np.random.default_rng(2).standard_normal((2, 5, 16))
     np.testing.assert_allclose(mha(x, context=x)[0], mha(x)[0], rtol=0, atol=module_tolerances(mha, x)[0])
 
@@ -175,11 +185,11 @@ def test_cross_attention_with_x_as_context_is_self_attention():
 )
 def test_bad_context(context, error, message):
     with raises(error, message):
-        MultiHeadAttention(16, 4)(np.zeros((2, 3, 16)), context=context)
+        GroupedQueryAttention(16, 4)(np.zeros((2, 3, 16)), context=context)
 
 
 def test_a_mask_for_cross_attention_must_fit_seq_q_by_seq_k():
-    mha = MultiHeadAttention(16, 4)
+    mha = GroupedQueryAttention(16, 4)
     with raises(ValueError, "mask of shape (3, 3) does not fit scores of shape (2, 4, 3, 5)"):
         mha(np.zeros((2, 3, 16)), causal_mask(3), context=np.zeros((2, 5, 16)))
 
@@ -198,8 +208,9 @@ def test_dropout_zero_is_a_no_op_and_draws_nothing():
     state = rng.bit_generator.state
     plain = scaled_dot_product_attention(Q, K, V)
     for result in (
-        scaled_dot_product_attention(Q, K, V, dropout_p=0.0, rng=rng),
-        scaled_dot_product_attention(Q, K, V, dropout_p=0),
+        attention_with_dropout(Q, K, V, dropout_p=0.0, rng=rng),
+        attention_with_dropout(Q, K, V, dropout_p=0),
+        attention_with_dropout(Q, K, V),
     ):
         np.testing.assert_array_equal(result[0], plain[0])
         np.testing.assert_array_equal(result[1], plain[1])
@@ -208,9 +219,9 @@ def test_dropout_zero_is_a_no_op_and_draws_nothing():
 
 def test_dropout_is_seeded_through_rng():
     Q, K, V = qkv()
-    first = scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(7))
-    again = scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(7))
-    other = scaled_dot_product_attention(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(8))
+    first = attention_with_dropout(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(7))
+    again = attention_with_dropout(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(7))
+    other = attention_with_dropout(Q, K, V, dropout_p=0.3, rng=np.random.default_rng(8))
     np.testing.assert_array_equal(first[1], again[1])
     assert not np.array_equal(first[1], other[1])
 
@@ -219,7 +230,7 @@ def test_dropout_is_seeded_through_rng():
 def test_dropout_zeroes_weights_and_rescales_the_rest_by_one_over_one_minus_p(p):
     Q, K, V = qkv((4, 8, 32, 4))
     _, plain = scaled_dot_product_attention(Q, K, V)
-    output, dropped = scaled_dot_product_attention(Q, K, V, dropout_p=p, rng=np.random.default_rng(3))
+    output, dropped = attention_with_dropout(Q, K, V, dropout_p=p, rng=np.random.default_rng(3))
     kept = dropped != 0
     np.testing.assert_allclose(dropped[kept], plain[kept] / (1 - p), rtol=4 * np.finfo(float).eps)
     # the output uses the dropped weights: two sums of seq_k = 32 products, each off by 32 eps sum|w v|
@@ -246,7 +257,7 @@ def test_dropout_keeps_the_expected_output(p):
     draws = 4000
     total = np.zeros_like(expected)
     for _ in range(draws):
-        total += scaled_dot_product_attention(Q, K, V, dropout_p=p, rng=rng)[0]
+        total += attention_with_dropout(Q, K, V, dropout_p=p, rng=rng)[0]
     sigma = np.sqrt(p / (1 - p) * np.einsum("...qk,...kd->...qd", weights**2, V**2) / draws)
     z = np.abs(total / draws - expected) / sigma
     assert z.max() <= 6, f"the mean of {draws} dropout outputs is {z.max():.1f} standard deviations off"
@@ -256,7 +267,7 @@ def test_dropout_keeps_the_expected_output(p):
 
 def test_dropout_keeps_float32():
     Q, K, V = (a.astype(np.float32) for a in qkv())
-    output, weights = scaled_dot_product_attention(Q, K, V, dropout_p=0.5, rng=np.random.default_rng(0))
+    output, weights = attention_with_dropout(Q, K, V, dropout_p=0.5, rng=np.random.default_rng(0))
     assert output.dtype == np.float32 and weights.dtype == np.float32
 
 
@@ -272,16 +283,34 @@ def test_dropout_keeps_float32():
 )
 def test_bad_dropout_p(dropout_p, error, message):
     with raises(error, message):
-        scaled_dot_product_attention(*qkv(), dropout_p=dropout_p, rng=np.random.default_rng(0))
+        attention_with_dropout(*qkv(), dropout_p=dropout_p, rng=np.random.default_rng(0))
 
 
 def test_rng_must_be_a_generator():
     with raises(TypeError, "rng must be a numpy.random.Generator (np.random.default_rng(seed)) or None; got 42"):
-        scaled_dot_product_attention(*qkv(), dropout_p=0.1, rng=42)
+        attention_with_dropout(*qkv(), dropout_p=0.1, rng=42)
 
 
 def test_dropout_without_rng_still_drops():
-    _, weights = scaled_dot_product_attention(*qkv((2, 8, 40, 4)), dropout_p=0.5)
+    _, weights = attention_with_dropout(*qkv((2, 8, 40, 4)), dropout_p=0.5)
     # the default generator, unseeded: 25600 weights, each zero with p = 0.5, so the fraction has
     # sigma = sqrt(0.25 / 25600) = 0.0031 and 0.3 is 64 sigma below 0.5 (0 would mean no dropout at all)
     assert (weights == 0).mean() > 0.3
+
+
+@pytest.mark.parametrize("keyword", ["dropout_p", "rng"])
+def test_scaled_dot_product_attention_refuses_dropout_and_says_where_it_lives(keyword):
+    value = {"dropout_p": 0.1, "rng": np.random.default_rng(0)}[keyword]
+    where = "attention dropout lives in mhattn.attention_with_dropout(Q, K, V, mask, dropout_p=..., rng=...)"
+    with raises(TypeError, f"scaled_dot_product_attention() takes no {keyword}=: {where}"):
+        scaled_dot_product_attention(*qkv(), **{keyword: value})
+
+
+def test_dropout_with_a_mask_drops_only_among_the_allowed_weights():
+    Q, K, V = qkv((2, 3, 6, 5))
+    mask = causal_mask(6)
+    _, plain = scaled_dot_product_attention(Q, K, V, mask)
+    _, dropped = attention_with_dropout(Q, K, V, mask, dropout_p=0.5, rng=np.random.default_rng(4))
+    np.testing.assert_array_equal(dropped[..., ~mask], 0.0)  # a masked key stays at exactly zero
+    kept = dropped != 0
+    np.testing.assert_allclose(dropped[kept], plain[kept] / 0.5, rtol=4 * np.finfo(float).eps)

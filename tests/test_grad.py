@@ -1,4 +1,4 @@
-"""The backward pass (mhattn.core.grad, MultiHeadAttention.vjp) against two independent oracles.
+"""The backward pass (the vjps of mhattn, GroupedQueryAttention.vjp) against two independent oracles.
 
 1. Central finite differences of the module's own *forward* (not of the vjp's forward), in
    float64. With step h, the difference quotient errs by about h**2 * |f'''| / 6 (truncation)
@@ -18,23 +18,23 @@ from helpers import small_module
 from oracle import require_torch, torch
 
 from mhattn import (
+    GroupedQueryAttention,
     MultiHeadAttention,
+    attention_vjp,
     causal_mask,
     combine_heads,
-    padding_mask,
-    scaled_dot_product_attention,
-    softmax,
-    split_heads,
-)
-from mhattn.core.grad import (
-    attention_vjp,
     combine_heads_vjp,
     linear_vjp,
     multihead_vjp,
+    padding_mask,
     repeat_kv_vjp,
+    scaled_dot_product_attention,
+    softmax,
     softmax_vjp,
+    split_heads,
     split_heads_vjp,
 )
+from mhattn.core.grad_full import layer_vjp
 
 FD_STEP = 1e-6
 FD_RTOL = 1e-7  # the issue's bound; the expected error is ~1e-9 (module docstring)
@@ -75,7 +75,7 @@ SHAPES = [(2, 5, 12, 3, 3), (3, 4, 8, 2, 2), (1, 6, 8, 4, 2), (2, 3, 6, 2, 1)]
 
 def setup(shape, mask_name, seed=0):
     batch, seq_len, d_model, num_heads, num_kv_heads = shape
-    mha = MultiHeadAttention(d_model, num_heads, seed=seed, num_kv_heads=num_kv_heads)
+    mha = GroupedQueryAttention(d_model, num_heads, seed=seed, num_kv_heads=num_kv_heads)
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((batch, seq_len, d_model))
     d_output = rng.standard_normal((batch, seq_len, d_model))
@@ -187,7 +187,7 @@ def test_masked_keys_and_fully_masked_rows_get_exactly_zero_gradient():
 
 
 def test_a_padded_token_gets_exactly_zero_gradient_through_the_module():
-    mha = MultiHeadAttention(12, 3, seed=1)
+    mha = GroupedQueryAttention(12, 3, seed=1)
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 6, 12))
     lengths = np.array([6, 3])
@@ -199,7 +199,7 @@ def test_a_padded_token_gets_exactly_zero_gradient_through_the_module():
 
 
 def test_without_a_gradient_on_the_output_every_gradient_is_zero():
-    mha = MultiHeadAttention(8, 2, seed=2)
+    mha = GroupedQueryAttention(8, 2, seed=2)
     x = np.random.default_rng(8).standard_normal((2, 4, 8))
     grads = mha.vjp(x, causal_mask(4))[2](np.zeros((2, 4, 8)))
     assert all(np.all(g == 0.0) for g in grads.values())
@@ -229,7 +229,7 @@ def test_vjp_forward_is_bitwise_the_module_forward(shape, mask_name):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
 def test_gradients_have_the_shape_and_dtype_of_their_inputs(dtype):
-    mha = MultiHeadAttention(12, 3, seed=3, num_kv_heads=1)
+    mha = GroupedQueryAttention(12, 3, seed=3, num_kv_heads=1)
     x = np.random.default_rng(10).standard_normal((2, 5, 12)).astype(dtype)
     output, _, backward = mha.vjp(x, causal_mask(5))
     grads = backward(np.ones_like(output))
@@ -247,7 +247,7 @@ def test_low_precision_gradients_agree_with_float64(dtype):
     gradient (inner sizes <= 3 * d_model = 48): ~1e-6; 1e-4 leaves room. float16 adds the
     rounding of x and of the result, 2**-11 each, relative to their own magnitudes.
     """
-    mha = MultiHeadAttention(16, 4, seed=4)
+    mha = GroupedQueryAttention(16, 4, seed=4)
     rng = np.random.default_rng(11)
     x = rng.standard_normal((2, 6, 16)).astype(dtype)  # the float64 reference uses the same rounded x
     d_output = rng.standard_normal((2, 6, 16))
@@ -261,7 +261,7 @@ def test_low_precision_gradients_agree_with_float64(dtype):
 
 
 def test_vjp_leaves_no_state_on_the_module_and_backward_can_run_twice():
-    mha = MultiHeadAttention(8, 2, seed=5)
+    mha = GroupedQueryAttention(8, 2, seed=5)
     before = {name: (value.copy() if isinstance(value, np.ndarray) else value) for name, value in vars(mha).items()}
     x = np.random.default_rng(12).standard_normal((2, 4, 8))
     _, _, backward = mha.vjp(x, causal_mask(4))
@@ -275,7 +275,7 @@ def test_vjp_leaves_no_state_on_the_module_and_backward_can_run_twice():
 
 def test_updating_the_weights_in_place_after_the_forward_does_not_change_backward():
     """An optimizer may step between forward and backward; backward uses the forward's weights."""
-    mha = MultiHeadAttention(8, 2, seed=6)
+    mha = GroupedQueryAttention(8, 2, seed=6)
     x = np.random.default_rng(13).standard_normal((2, 4, 8))
     _, _, backward = mha.vjp(x)
     expected = backward(np.ones((2, 4, 8)))
@@ -286,7 +286,7 @@ def test_updating_the_weights_in_place_after_the_forward_does_not_change_backwar
 
 
 def test_vjp_is_safe_to_call_from_several_threads():
-    mha = MultiHeadAttention(16, 4, seed=7)
+    mha = GroupedQueryAttention(16, 4, seed=7)
     rng = np.random.default_rng(14)
     inputs = [rng.standard_normal((2, 5, 16)) for _ in range(8)]
     d_output = np.ones((2, 5, 16))
@@ -306,10 +306,10 @@ def test_vjp_is_safe_to_call_from_several_threads():
         assert all(np.array_equal(got[name], want[name]) for name in want)
 
 
-def test_multihead_vjp_on_plain_arrays_equals_the_module():
-    mha = MultiHeadAttention(12, 3, seed=8, num_kv_heads=1)
+def test_layer_vjp_on_plain_arrays_equals_the_module():
+    mha = GroupedQueryAttention(12, 3, seed=8, num_kv_heads=1)
     x = np.random.default_rng(15).standard_normal((2, 5, 12))
-    output, weights, backward = multihead_vjp(x, mha.W_qkv, mha.W_o, 3, 1, causal_mask(5))
+    output, weights, backward = layer_vjp(x, mha.W_qkv, mha.W_o, 3, 1, causal_mask(5))
     expected_output, expected_weights, expected_backward = mha.vjp(x, causal_mask(5))
     assert np.array_equal(output, expected_output) and np.array_equal(weights, expected_weights)
     got, want = backward(np.ones_like(output)), expected_backward(np.ones_like(output))
@@ -317,16 +317,16 @@ def test_multihead_vjp_on_plain_arrays_equals_the_module():
 
 
 def test_backward_rejects_a_d_output_of_the_wrong_shape_or_with_nan():
-    mha = MultiHeadAttention(8, 2, seed=9)
+    mha = GroupedQueryAttention(8, 2, seed=9)
     _, _, backward = mha.vjp(np.zeros((2, 4, 8)))
-    with pytest.raises(ValueError, match=r"d_output must have the output's shape \(2, 4, 8\); got shape \(2, 8, 4\)"):
+    with pytest.raises(ValueError, match=r"d_output must have the shape of output, \(2, 4, 8\); got shape \(2, 8, 4\)"):
         backward(np.zeros((2, 8, 4)))
     with pytest.raises(ValueError, match="d_output must be finite"):
         backward(np.full((2, 4, 8), np.nan))
 
 
 def test_a_gradient_that_overflows_float32_raises_instead_of_returning_inf():
-    mha = MultiHeadAttention(8, 2, seed=11)
+    mha = GroupedQueryAttention(8, 2, seed=11)
     x = np.full((2, 4, 8), 1e3, dtype=np.float32)
     _, _, backward = mha.vjp(x)
     with pytest.raises(FloatingPointError, match="overflowed float32"):
@@ -334,7 +334,7 @@ def test_a_gradient_that_overflows_float32_raises_instead_of_returning_inf():
 
 
 def test_vjp_checks_its_arguments_like_forward():
-    mha = MultiHeadAttention(8, 2, seed=10)
+    mha = GroupedQueryAttention(8, 2, seed=10)
     with pytest.raises(ValueError, match="d_model=8"):
         mha.vjp(np.zeros((2, 4, 6)))
     with pytest.raises(TypeError, match="mask must be a boolean array"):
@@ -395,14 +395,46 @@ def test_vjp_backward_ignores_changes_to_the_weights_it_returned():
         np.testing.assert_array_equal(grad, expected[name], err_msg=name)
 
 
-def test_multihead_vjp_backward_ignores_in_place_changes_to_every_input():
+@pytest.mark.parametrize("vjp", ["multihead_vjp", "layer_vjp"])
+def test_multihead_vjp_backward_ignores_in_place_changes_to_every_input(vjp):
     mha, x, d_out = small_module()
     W_qkv, W_o = mha.W_qkv.copy(), mha.W_o.copy()
-    expected = multihead_vjp(x.copy(), W_qkv.copy(), W_o.copy(), 2, 2)[2](d_out)
-    output, weights, backward = multihead_vjp(x, W_qkv, W_o, 2, 2)
+    run = (lambda *a: multihead_vjp(*a, 2)) if vjp == "multihead_vjp" else (lambda *a: layer_vjp(*a, 2, 2))
+    expected = run(x.copy(), W_qkv.copy(), W_o.copy())[2](d_out)
+    output, weights, backward = run(x, W_qkv, W_o)
     x += output
     weights *= 0.5
     W_qkv *= 2.0
     W_o -= 1.0
     for name, grad in backward(d_out).items():
         np.testing.assert_array_equal(grad, expected[name], err_msg=name)
+
+
+@pytest.mark.parametrize("mask_name", ["none", "causal", "fully_masked_rows", "per_head"])
+def test_the_seeds_multihead_vjp_equals_the_full_layers_vjp_and_the_seeds_forward(mask_name):
+    mha, x, d_output, mask = setup((2, 5, 12, 3, 3), mask_name, seed=4)
+    seed = MultiHeadAttention(12, 3, seed=4)
+    output, weights, backward = multihead_vjp(x, seed.W_qkv, seed.W_o, 3, mask)
+    expected_output, expected_weights = seed(x, mask)
+    np.testing.assert_array_equal(output, expected_output)
+    np.testing.assert_array_equal(weights, expected_weights)
+    full_output, _, full_backward = mha.vjp(x, mask)
+    np.testing.assert_array_equal(output, full_output)
+    got, want = backward(d_output), full_backward(d_output)
+    assert set(got) == {"x", "W_qkv", "W_o"}
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_the_seeds_multihead_vjp_matches_central_differences():
+    seed = MultiHeadAttention(8, 2, seed=12)
+    rng = np.random.default_rng(18)
+    x, d_output = rng.standard_normal((2, 2, 4, 8))
+    mask = causal_mask(4)
+    grads = multihead_vjp(x, seed.W_qkv, seed.W_o, 2, mask)[2](d_output)
+
+    def loss():
+        return float(np.sum(seed(x, mask)[0] * d_output))
+
+    for name, array in (("x", x), ("W_qkv", seed.W_qkv), ("W_o", seed.W_o)):
+        assert relative_error(numeric_gradient(loss, array), grads[name]) < FD_RTOL, name

@@ -7,8 +7,8 @@ computed here from int64 positions, never from the caller's dtype.
 import numpy as np
 import pytest
 
-from mhattn.core import grad
-from mhattn.core.positions import apply_rope, apply_rope_interleaved
+import mhattn  # the vjps behind their doors, as a caller meets them
+from mhattn import apply_rope, apply_rope_interleaved
 
 RNG = np.random.default_rng(0)
 
@@ -17,7 +17,7 @@ def test_rope_vjp_of_uint32_positions_is_the_rotation_by_minus_positions():
     d = RNG.standard_normal((2, 3, 4))
     positions = np.array([0, 1, 5], dtype=np.uint32)  # -positions would wrap to 2**32 - p
     expected = apply_rope(d, -positions.astype(np.int64))  # R(p)^T = R(-p)
-    np.testing.assert_allclose(grad.rope_vjp(d, positions), expected, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(mhattn.rope_vjp(d, positions), expected, rtol=0, atol=1e-15)
 
 
 @pytest.mark.parametrize("positions", [np.array([0, 1, 5], dtype=np.uint32), np.array([[0, 1, 5], [7, 8, 9]])])
@@ -25,7 +25,7 @@ def test_rope_interleaved_vjp_is_the_adjoint_of_the_rotation(positions):
     """<R x, d> = <x, R^T d> for every x and d: the definition of the vjp, with no negation written here."""
     x, d = RNG.standard_normal((2, 2, 3, 4)), RNG.standard_normal((2, 2, 3, 4))
     forward = np.sum(apply_rope_interleaved(x, positions.astype(np.int64)) * d)
-    np.testing.assert_allclose(np.sum(x * grad.rope_interleaved_vjp(d, positions)), forward, rtol=1e-13)
+    np.testing.assert_allclose(np.sum(x * mhattn.rope_interleaved_vjp(d, positions)), forward, rtol=1e-13)
 
 
 @pytest.mark.parametrize(("d_rotated", "positions", "name"), [
@@ -37,7 +37,7 @@ def test_rope_interleaved_vjp_is_the_adjoint_of_the_rotation(positions):
 ])
 def test_rope_interleaved_vjp_refuses_before_negating(d_rotated, positions, name):
     with pytest.raises((TypeError, ValueError), match=name):
-        grad.rope_interleaved_vjp(d_rotated, positions)
+        mhattn.rope_interleaved_vjp(d_rotated, positions)
 
 
 @pytest.mark.parametrize(("positions", "base", "name"), [
@@ -49,28 +49,28 @@ def test_rope_interleaved_vjp_refuses_before_negating(d_rotated, positions, name
 ])
 def test_rope_vjp_refuses_positions_and_bases_before_negating_them(positions, base, name):
     with pytest.raises((TypeError, ValueError), match=name):
-        grad.rope_vjp(RNG.standard_normal((3, 4)), positions, base)
+        mhattn.rope_vjp(RNG.standard_normal((3, 4)), positions, base)
 
 
 @pytest.mark.parametrize(("call", "name"), [
-    (lambda: grad.combine_heads_vjp(np.ones((1, 2, 4)), 0), "num_heads"),
-    (lambda: grad.combine_heads_vjp(np.ones((1, 2, 4)), 3), "num_heads"),
-    (lambda: grad.combine_heads_vjp(np.ones((1, 2, 4)), True), "num_heads"),
-    (lambda: grad.split_heads_vjp(np.ones((2, 3, 4))), "d_heads"),
-    (lambda: grad.softmax_vjp(np.ones((2, 3)) / 3, np.ones((2, 4))), "d_weights"),
-    (lambda: grad.softmax_vjp(np.ones((2, 3)) / 3, np.full((2, 3), np.nan)), "d_weights"),
-    (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)), np.ones((2, 3)),
+    (lambda: mhattn.combine_heads_vjp(np.ones((1, 2, 4)), 0), "num_heads"),
+    (lambda: mhattn.combine_heads_vjp(np.ones((1, 2, 4)), 3), "num_heads"),
+    (lambda: mhattn.combine_heads_vjp(np.ones((1, 2, 4)), True), "num_heads"),
+    (lambda: mhattn.split_heads_vjp(np.ones((2, 3, 4))), "d_heads"),
+    (lambda: mhattn.softmax_vjp(np.ones((2, 3)) / 3, np.ones((2, 4))), "d_weights"),
+    (lambda: mhattn.softmax_vjp(np.ones((2, 3)) / 3, np.full((2, 3), np.nan)), "d_weights"),
+    (lambda: mhattn.attention_vjp(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)), np.ones((2, 3)),
                                 np.ones((2, 4))), "d_output"),
-    (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)), np.ones((3, 3)),
+    (lambda: mhattn.attention_vjp(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 5)), np.ones((3, 3)),
                                 np.ones((2, 5))), "weights"),
-    (lambda: grad.attention_vjp(np.ones((2, 4)), np.ones((3, 2)), np.ones((3, 5)), np.ones((2, 3)),
+    (lambda: mhattn.attention_vjp(np.ones((2, 4)), np.ones((3, 2)), np.ones((3, 5)), np.ones((2, 3)),
                                 np.ones((2, 5))), "K"),
-    (lambda: grad.repeat_kv_vjp(np.ones((1, 4, 2, 3)), 3), "group"),
-    (lambda: grad.repeat_kv_vjp(np.ones((3, 4, 2, 3)), 3), "group"),  # the batch divides, the heads do not
-    (lambda: grad.repeat_kv_vjp(np.ones((4, 2, 3)), 2), "d_repeated"),
-    (lambda: grad.linear_vjp(np.ones((2, 3)), np.ones((4, 5)), np.ones((2, 5))), "x"),
-    (lambda: grad.linear_vjp(np.ones((2, 3)), np.ones((3, 5)), np.ones((2, 4))), "d_y"),
-    (lambda: grad.linear_vjp(np.ones((2, 3)), np.ma.masked_array(np.ones((3, 5))), np.ones((2, 5))), "W"),
+    (lambda: mhattn.repeat_kv_vjp(np.ones((1, 4, 2, 3)), 3), "group"),
+    (lambda: mhattn.repeat_kv_vjp(np.ones((3, 4, 2, 3)), 3), "group"),  # the batch divides, the heads do not
+    (lambda: mhattn.repeat_kv_vjp(np.ones((4, 2, 3)), 2), "d_repeated"),
+    (lambda: mhattn.linear_vjp(np.ones((2, 3)), np.ones((4, 5)), np.ones((2, 5))), "x"),
+    (lambda: mhattn.linear_vjp(np.ones((2, 3)), np.ones((3, 5)), np.ones((2, 4))), "d_y"),
+    (lambda: mhattn.linear_vjp(np.ones((2, 3)), np.ma.masked_array(np.ones((3, 5))), np.ones((2, 5))), "W"),
 ])
 def test_each_vjp_names_the_argument_that_does_not_fit(call, name):
     with pytest.raises((TypeError, ValueError), match=name):
@@ -82,6 +82,6 @@ def test_the_vjps_still_match_their_definitions():
     g = np.array([[1.0, 0.0], [0.0, 2.0]])
     jacobian_rows = [np.diag(p) - np.outer(p, p) for p in weights]  # dp/ds per row
     expected = [J.T @ r for J, r in zip(jacobian_rows, g, strict=True)]
-    np.testing.assert_allclose(grad.softmax_vjp(weights, g), expected, atol=1e-15)
+    np.testing.assert_allclose(mhattn.softmax_vjp(weights, g), expected, atol=1e-15)
     d_x = RNG.standard_normal((1, 3, 4))
-    np.testing.assert_array_equal(grad.combine_heads_vjp(d_x, 2), d_x.reshape(1, 3, 2, 2).transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(mhattn.combine_heads_vjp(d_x, 2), d_x.reshape(1, 3, 2, 2).transpose(0, 2, 1, 3))

@@ -1,4 +1,9 @@
-"""MultiHeadAttention: the fused module against per-head loops and the reference formula."""
+"""MultiHeadAttention: the fused module against per-head loops and the reference formula.
+
+The seed class (forward, split_heads, combine_heads) is tested here; the features of the full
+layer (need_weights, vjp, RoPE attributes) on :class:`mhattn.GroupedQueryAttention`, which has
+the same weights and numbers for the same seed.
+"""
 
 import math
 import threading
@@ -9,7 +14,35 @@ import oracle
 import pytest
 from helpers import raises, small_module
 
-from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention, softmax
+import mhattn
+from mhattn import (
+    GroupedQueryAttention,
+    MultiHeadAttention,
+    RotaryMultiHeadAttention,
+    causal_mask,
+    padding_mask,
+    softmax,
+)
+
+
+def seed_oracle(x, W_qkv, W_o, num_heads, mask=None):
+    """The seed module written out once more in NumPy, the same operations in the same order."""
+    batch, seq_len, d_model = x.shape
+    d_k = d_model // num_heads
+    qkv = x @ W_qkv  # (batch, seq, 3 d_model)
+    Q, K, V = (
+        qkv[..., i * d_model : (i + 1) * d_model].reshape(batch, seq_len, num_heads, d_k).transpose(0, 2, 1, 3)
+        for i in range(3)
+    )  # (batch, heads, seq, d_k) each
+    scores = (Q / np.sqrt(x.dtype.type(d_k))) @ K.swapaxes(-1, -2)  # (batch, heads, seq, seq)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True, initial=-np.inf)
+    exps = np.exp(scores - np.where(np.isneginf(top), 0.0, top))
+    total = exps.sum(axis=-1, keepdims=True)
+    weights = exps / np.where(total > 0, total, 1.0)
+    heads = (weights @ V).transpose(0, 2, 1, 3).reshape(batch, seq_len, d_model)  # (batch, seq, d_model)
+    return heads @ W_o, weights
 
 
 def reference_example():
@@ -111,7 +144,7 @@ def test_assigned_weights_are_used():
 
 
 def test_need_weights_false_gives_the_same_output_and_no_weights():
-    mha = MultiHeadAttention(16, 4)
+    mha = GroupedQueryAttention(16, 4)
     x = np.random.default_rng(2).standard_normal((2, 9, 16))
     mask = causal_mask(9)
     full, _ = mha(x, mask)
@@ -221,11 +254,11 @@ def test_the_non_divisor_message_lists_only_small_head_counts():
 
 def test_need_weights_must_be_a_bool():
     with raises(TypeError, "need_weights must be True or False; got 'no' of type str"):
-        MultiHeadAttention(8, 2)(np.ones((1, 3, 8)), need_weights="no")
+        GroupedQueryAttention(8, 2)(np.ones((1, 3, 8)), need_weights="no")
 
 
 def test_numpy_bool_need_weights_is_fine():
-    assert MultiHeadAttention(8, 2)(np.ones((1, 3, 8)), need_weights=np.False_)[1] is None
+    assert GroupedQueryAttention(8, 2)(np.ones((1, 3, 8)), need_weights=np.False_)[1] is None
 
 
 @pytest.mark.parametrize("call", ["module", "softmax"])
@@ -243,9 +276,9 @@ def test_a_wrong_keyword_names_the_function():
 def test_user_code_running_inside_a_call_is_still_checked():
     """A subclass's hook runs inside forward; its own calls must get the full treatment (defaults, checks)."""
 
-    class WithDropout(MultiHeadAttention):
+    class WithDropout(GroupedQueryAttention):
         def _attention(self, Q, K, V, mask, need_weights):
-            return scaled_dot_product_attention(Q, K, V, mask, dropout_p=self.dropout_p)
+            return mhattn.attention_with_dropout(Q, K, V, mask, dropout_p=self.dropout_p)
 
     mha = WithDropout(8, 2)
     mha.dropout_p = 0.5
@@ -438,7 +471,7 @@ def test_reassigned_weights_must_be_numbers(mha):
 )
 @pytest.mark.parametrize("call", ["forward", "vjp"])
 def test_rope_attributes_changed_after_construction_are_checked_when_used(settings, message, call):
-    mha = MultiHeadAttention(6, 2)  # d_k = 3: RoPE cannot pair its coordinates
+    mha = GroupedQueryAttention(6, 2)  # d_k = 3: RoPE cannot pair its coordinates
     for name, value in settings.items():
         setattr(mha, name, value)
     with raises(ValueError, message) as error:
@@ -450,7 +483,7 @@ def test_rope_attributes_changed_after_construction_are_checked_when_used(settin
 
 
 def test_float32_weights_with_float64_x_warn_nothing():
-    mha, x, _ = small_module(np.float64)
+    mha, x, _ = small_module(np.float64, module=MultiHeadAttention)
     mha.W_qkv, mha.W_o = mha.W_qkv.astype(np.float32), mha.W_o.astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -458,17 +491,19 @@ def test_float32_weights_with_float64_x_warn_nothing():
     assert output.dtype == np.float64
 
 
-def test_float64_overflow_message_does_not_advise_float64():
-    mha = MultiHeadAttention(d_model=4, num_heads=1, seed=0)
+@pytest.mark.parametrize("module", [MultiHeadAttention, GroupedQueryAttention])
+def test_float64_overflow_message_does_not_advise_float64(module):
+    mha = module(d_model=4, num_heads=1, seed=0)
     mha.W_o = np.full((4, 4), 1e300)
     x = np.full((1, 2, 4), 1e10)
     with pytest.raises(FloatingPointError) as error:
         mha(x)
     assert "float64" in str(error.value)  # it names the dtype that overflowed ...
     assert "compute in float64" not in str(error.value)  # ... and offers no wider one: none exists
-    with pytest.raises(FloatingPointError) as error:
-        mha.vjp(x)
-    assert "compute in float64" not in str(error.value)
+    if module is GroupedQueryAttention:  # the full layer's backward says the same
+        with pytest.raises(FloatingPointError) as error:
+            mha.vjp(x)
+        assert "compute in float64" not in str(error.value)
 
 
 def test_float32_overflow_message_offers_float64():
@@ -481,11 +516,91 @@ def test_float32_overflow_message_offers_float64():
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.longdouble])
 def test_module_returns_the_documented_dtype(dtype):
     # forward's docstring: float16 computed in float32 and returned as float16; the others in their own.
-    mha, x, d_out = small_module(dtype)
-    output, weights = mha(x)
-    assert output.dtype == weights.dtype == np.dtype(dtype)
-    reference, _ = mha(x.astype(np.float64))
-    tolerance = 8 * 8 * float(np.finfo(dtype).eps) * max(np.abs(reference).max(), 1)  # d_model roundings
-    np.testing.assert_allclose(output.astype(np.float64), reference, atol=tolerance + 1e-15)
-    grads = mha.vjp(x)[2](d_out)
+    for module in (MultiHeadAttention, GroupedQueryAttention):
+        mha, x, d_out = small_module(dtype, module=module)
+        output, weights = mha(x)
+        assert output.dtype == weights.dtype == np.dtype(dtype)
+        reference, _ = mha(x.astype(np.float64))
+        tolerance = 8 * 8 * float(np.finfo(dtype).eps) * max(np.abs(reference).max(), 1)  # d_model roundings
+        np.testing.assert_allclose(output.astype(np.float64), reference, atol=tolerance + 1e-15)
+    grads = mha.vjp(x)[2](d_out)  # the full layer's backward
     assert grads["x"].dtype == np.dtype(dtype)
+
+
+# --- the seed class and its extensions ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("mask_name", ["none", "causal", "padding"])
+def test_the_seed_class_equals_a_plain_numpy_oracle_bit_for_bit(dtype, mask_name):
+    batch, seq_len, d_model, num_heads = 3, 6, 12, 3
+    mha = MultiHeadAttention(d_model, num_heads, seed=5)
+    x = np.random.default_rng(20).standard_normal((batch, seq_len, d_model)).astype(dtype)
+    mask = {"none": None, "causal": causal_mask(seq_len), "padding": padding_mask([6, 3, 0], seq_len)}[mask_name]
+    output, weights = mha(x, mask)
+    W_qkv, W_o = mha.W_qkv.astype(dtype), mha.W_o.astype(dtype)
+    expected_output, expected_weights = seed_oracle(x, W_qkv, W_o, num_heads, mask)
+    assert output.dtype == weights.dtype == dtype
+    np.testing.assert_array_equal(output, expected_output)
+    np.testing.assert_array_equal(weights, expected_weights)
+
+
+def test_the_seed_class_has_only_the_seed_methods():
+    mha = MultiHeadAttention(8, 2)
+    for name in ("from_weights", "from_torch", "to_torch", "vjp", "project", "head_weights", "weights"):
+        assert not hasattr(mha, name), name
+    assert callable(mha.split_heads) and callable(mha.combine_heads)
+
+
+@pytest.mark.parametrize("mask_name", ["none", "causal", "padding"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_grouped_query_attention_with_its_defaults_is_the_seed_class_exactly(mask_name, dtype):
+    plain, full = MultiHeadAttention(16, 4, seed=8), GroupedQueryAttention(16, 4, seed=8)
+    np.testing.assert_array_equal(full.W_qkv, plain.W_qkv)
+    np.testing.assert_array_equal(full.W_o, plain.W_o)
+    x = np.random.default_rng(21).standard_normal((2, 7, 16)).astype(dtype)
+    mask = {"none": None, "causal": causal_mask(7), "padding": padding_mask([7, 2], 7)}[mask_name]
+    for got, want in zip(full(x, mask), plain(x, mask), strict=True):
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "settings, where",
+    [
+        ({"rope": True}, "rotary positions live in mhattn.RotaryMultiHeadAttention(d_model, num_heads, rope=...)"),
+        ({"rope_base": 500.0}, "rotary positions live in mhattn.RotaryMultiHeadAttention(d_model, num_heads, "
+                               "rope_base=...)"),
+        ({"num_kv_heads": 2}, "grouped queries live in mhattn.GroupedQueryAttention(d_model, num_heads, "
+                              "num_kv_heads=...)"),
+    ],
+)
+def test_the_seed_class_refuses_the_later_features_and_says_where_they_live(settings, where):
+    name = next(iter(settings))
+    with raises(TypeError, f"MultiHeadAttention.__init__() takes no {name}=: {where}"):
+        MultiHeadAttention(16, 4, **settings)
+
+
+def test_the_heads_methods_check_x_against_the_modules_sizes():
+    mha = MultiHeadAttention(12, 3)
+    x = np.random.default_rng(22).standard_normal((2, 5, 12))
+    heads = mha.split_heads(x)
+    assert heads.shape == (2, 3, 5, 4)
+    np.testing.assert_array_equal(mha.combine_heads(heads), x)
+    with raises(ValueError, "x must have shape (batch, seq_len, d_model=12); got shape (5, 12)"):
+        mha.split_heads(x[0])
+    with raises(ValueError, "x must have shape (batch, seq_len, d_model=12); got shape (2, 5, 8)"):
+        mha.split_heads(x[..., :8])
+    with raises(ValueError, "x must have shape (batch, num_heads=3, seq_len, d_k=4); got shape (2, 5, 12)"):
+        mha.combine_heads(x)
+    with raises(ValueError, "x must have shape (batch, num_heads=3, seq_len, d_k=4); got shape (2, 4, 5, 3)"):
+        mha.combine_heads(np.zeros((2, 4, 5, 3)))
+
+
+@pytest.mark.parametrize("settings", [{"rope_base": -1.0}, {"rope_pairing": "sideways"}])
+def test_rotary_attributes_changed_after_construction_are_checked_when_used(settings):
+    mha = RotaryMultiHeadAttention(8, 2)
+    for name, value in settings.items():
+        setattr(mha, name, value)
+    with raises(ValueError, "this module's RoPE attributes"):
+        mha(np.zeros((1, 3, 8)))

@@ -16,8 +16,9 @@ from oracle import require_torch, torch
 import mhattn
 from mhattn import (
     FastMultiHeadAttention,
+    GroupedQueryAttention,
     KVCache,
-    MultiHeadAttention,
+    RotaryMultiHeadAttention,
     apply_rope,
     apply_rope_interleaved,
     causal_mask,
@@ -121,7 +122,8 @@ def test_from_weights_with_positions_and_a_3d_mask_equals_torch_in_float64(layou
     require_torch()
     weights = torch_weights(num_kv_heads)
     given = weights if layout == "torch" else [W.T for W in weights]
-    mha = MultiHeadAttention.from_weights(*given, num_heads=HEADS, layout=layout, num_kv_heads=num_kv_heads, rope=rope)
+    mha = GroupedQueryAttention.from_weights(*given, num_heads=HEADS, layout=layout, num_kv_heads=num_kv_heads,
+                                             rope=rope)
     x, allowed, positions = tokens(), left_padded_causal(), row_positions()
     output, attn = mha(x, allowed, positions=positions if rope else None)
     expected_output, expected_weights = reference(x, weights, num_kv_heads, allowed, rope, positions)
@@ -143,7 +145,7 @@ def test_from_weights_in_float32_is_within_its_rounding_error_of_torch_in_float6
     # The oracle runs in float64 on the same float32 inputs, so only mhattn's rounding counts.
     require_torch()
     weights = [W.astype(np.float32) for W in torch_weights(HEADS, seed=2)]
-    mha = MultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="torch", rope=rope)
+    mha = GroupedQueryAttention.from_weights(*weights, num_heads=HEADS, layout="torch", rope=rope)
     x, allowed, positions = tokens(3, np.float32), left_padded_causal(), row_positions()
     output, attn = mha(x, allowed, positions=positions if rope else None)
     assert output.dtype == attn.dtype == np.float32
@@ -157,12 +159,12 @@ def test_the_two_pairings_differ_and_the_reorder_maps_one_onto_the_other():
     """An interleaved checkpoint run as half-split is wrong; reordering W_q's and W_k's head columns fixes it."""
     weights = [W.T for W in torch_weights(HEADS, seed=4)]  # mhattn layout
     x, positions = tokens(5), row_positions()
-    interleaved = MultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="mhattn", rope="interleaved")
+    interleaved = GroupedQueryAttention.from_weights(*weights, num_heads=HEADS, layout="mhattn", rope="interleaved")
     order = np.concatenate([h * D_K + interleaved_to_half_split(D_K) for h in range(HEADS)])  # every head's columns
     W_q, W_k, W_v, W_o = weights
-    half = MultiHeadAttention.from_weights(W_q[:, order], W_k[:, order], W_v, W_o, num_heads=HEADS, layout="mhattn",
+    half = GroupedQueryAttention.from_weights(W_q[:, order], W_k[:, order], W_v, W_o, num_heads=HEADS, layout="mhattn",
                                            rope=True)
-    unordered = MultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="mhattn", rope=True)
+    unordered = GroupedQueryAttention.from_weights(*weights, num_heads=HEADS, layout="mhattn", rope=True)
     expected = interleaved(x, positions=positions)[0]
     np.testing.assert_allclose(half(x, positions=positions)[0], expected, rtol=0, atol=1e-12)
     assert np.abs(unordered(x, positions=positions)[0] - expected).max() > 1e-2
@@ -170,7 +172,7 @@ def test_the_two_pairings_differ_and_the_reorder_maps_one_onto_the_other():
 
 def test_from_weights_copies_the_callers_arrays():
     weights = torch_weights(2, seed=6)
-    mha = MultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="torch", num_kv_heads=2)
+    mha = GroupedQueryAttention.from_weights(*weights, num_heads=HEADS, layout="torch", num_kv_heads=2)
     x = tokens(7)
     before = mha(x)[0]
     for W in weights:
@@ -182,7 +184,7 @@ def test_from_weights_copies_the_callers_arrays():
 def test_from_weights_on_the_engine_gives_the_engine():
     weights = torch_weights(HEADS, seed=8)
     fast = FastMultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="torch", rope="interleaved")
-    plain = MultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="torch", rope="interleaved")
+    plain = GroupedQueryAttention.from_weights(*weights, num_heads=HEADS, layout="torch", rope="interleaved")
     assert type(fast) is FastMultiHeadAttention
     x, allowed, positions = tokens(9), left_padded_causal(), row_positions()
     np.testing.assert_allclose(fast(x, allowed, positions=positions, need_weights=False)[0],
@@ -192,22 +194,22 @@ def test_from_weights_on_the_engine_gives_the_engine():
 def test_a_missing_or_unknown_layout_is_refused_by_name():
     weights = torch_weights(HEADS)
     with pytest.raises(TypeError, match="layout"):
-        MultiHeadAttention.from_weights(*weights, num_heads=HEADS)
+        GroupedQueryAttention.from_weights(*weights, num_heads=HEADS)
     with pytest.raises(ValueError, match=r"layout must be 'torch' .* or 'mhattn' .*got 'pytorch'"):
-        MultiHeadAttention.from_weights(*weights, num_heads=HEADS, layout="pytorch")
+        GroupedQueryAttention.from_weights(*weights, num_heads=HEADS, layout="pytorch")
 
 
 def test_a_wrong_shape_names_the_weight_the_expected_and_the_actual_shape():
     W_q, W_k, W_v, W_o = torch_weights(2)
     message = r"W_k must have shape \(16, 32\) in layout='torch' .*got shape \(32, 16\) \(that is the shape in layout="
     with pytest.raises(ValueError, match=message):
-        MultiHeadAttention.from_weights(W_q, W_k.T, W_v, W_o, num_heads=HEADS, layout="torch", num_kv_heads=2)
+        GroupedQueryAttention.from_weights(W_q, W_k.T, W_v, W_o, num_heads=HEADS, layout="torch", num_kv_heads=2)
     with pytest.raises(ValueError, match=r"W_q must be a square \(d_model, d_model\) matrix .*got shape \(32, 16\)"):
-        MultiHeadAttention.from_weights(W_q[:, :16], W_k, W_v, W_o, num_heads=HEADS, layout="torch")
+        GroupedQueryAttention.from_weights(W_q[:, :16], W_k, W_v, W_o, num_heads=HEADS, layout="torch")
     with pytest.raises(ValueError, match=r"W_o must have shape \(32, 32\) .*got shape \(32, 31\)"):
-        MultiHeadAttention.from_weights(W_q, W_k, W_v, W_o[:, :31], num_heads=HEADS, layout="torch", num_kv_heads=2)
+        GroupedQueryAttention.from_weights(W_q, W_k, W_v, W_o[:, :31], num_heads=HEADS, layout="torch", num_kv_heads=2)
     with pytest.raises(ValueError, match="W_v must be finite"):
-        MultiHeadAttention.from_weights(W_q, W_k, W_v * np.nan, W_o, num_heads=HEADS, layout="torch", num_kv_heads=2)
+        GroupedQueryAttention.from_weights(W_q, W_k, W_v * np.nan, W_o, num_heads=HEADS, layout="torch", num_kv_heads=2)
 
 
 # --- from_torch / to_torch ---------------------------------------------------------------
@@ -218,7 +220,7 @@ def test_from_torch_equals_nn_multiheadattention_outputs_and_per_head_weights(ba
     require_torch()
     torch.manual_seed(0)
     module = torch.nn.MultiheadAttention(D_MODEL, HEADS, bias=False, batch_first=batch_first, dtype=torch.float64)
-    mha = MultiHeadAttention.from_torch(module)
+    mha = GroupedQueryAttention.from_torch(module)
     x, allowed = tokens(10), causal_mask(SEQ)
     output, weights = mha(x, allowed)
     t = torch.from_numpy(x if batch_first else x.transpose(1, 0, 2).copy())
@@ -233,10 +235,10 @@ def test_from_torch_equals_nn_multiheadattention_outputs_and_per_head_weights(ba
 @pytest.mark.parametrize("batch_first", [True, False])
 def test_to_torch_and_back_keeps_every_weight_and_output(batch_first):
     require_torch()
-    mha = MultiHeadAttention(D_MODEL, HEADS, seed=11)
+    mha = GroupedQueryAttention(D_MODEL, HEADS, seed=11)
     module = mha.to_torch(batch_first=batch_first)
     assert module.batch_first is batch_first and module.in_proj_weight.dtype == torch.float64
-    back = MultiHeadAttention.from_torch(module)
+    back = GroupedQueryAttention.from_torch(module)
     np.testing.assert_array_equal(back.W_qkv, mha.W_qkv)
     np.testing.assert_array_equal(back.W_o, mha.W_o)
     x = tokens(12)
@@ -259,14 +261,15 @@ def test_to_torch_and_back_keeps_every_weight_and_output(batch_first):
 def test_from_torch_refuses_what_this_module_cannot_hold(options, message):
     require_torch()
     with pytest.raises(ValueError, match=message):
-        MultiHeadAttention.from_torch(torch.nn.MultiheadAttention(D_MODEL, HEADS, **options))
+        GroupedQueryAttention.from_torch(torch.nn.MultiheadAttention(D_MODEL, HEADS, **options))
     with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention; got Linear"):
-        MultiHeadAttention.from_torch(torch.nn.Linear(4, 4))
+        GroupedQueryAttention.from_torch(torch.nn.Linear(4, 4))
 
 
 def test_to_torch_refuses_rope_and_grouped_queries():
     require_torch()
-    for mha in (MultiHeadAttention(D_MODEL, HEADS, rope=True), MultiHeadAttention(D_MODEL, HEADS, num_kv_heads=2)):
+    for mha in (GroupedQueryAttention(D_MODEL, HEADS, rope=True),
+                GroupedQueryAttention(D_MODEL, HEADS, num_kv_heads=2)):
         with pytest.raises(ValueError, match="to_torch needs plain multi-head attention"):
             mha.to_torch()
 
@@ -274,7 +277,7 @@ def test_to_torch_refuses_rope_and_grouped_queries():
 # --- masks, positions and the KV cache (no torch needed) -------------------------------
 
 
-@pytest.mark.parametrize("module", [MultiHeadAttention, FastMultiHeadAttention])
+@pytest.mark.parametrize("module", [GroupedQueryAttention, FastMultiHeadAttention])
 @pytest.mark.parametrize("need_weights", [True, False])
 def test_a_3d_mask_equals_the_same_mask_with_a_head_axis(module, need_weights):
     mha = module(D_MODEL, HEADS, seed=13, num_kv_heads=2, rope="interleaved")
@@ -287,14 +290,14 @@ def test_a_3d_mask_equals_the_same_mask_with_a_head_axis(module, need_weights):
 
 
 def test_a_3d_mask_of_another_shape_is_refused_with_the_layouts():
-    mha = MultiHeadAttention(D_MODEL, HEADS)
+    mha = GroupedQueryAttention(D_MODEL, HEADS)
     with pytest.raises(ValueError, match=r"mask of shape \(2, 7, 7\) does not fit scores of shape \(3, 4, 7, 7\): "
                                          r".*\(batch or 1, seq_q or 1, seq_k\), shared by every head"):
         mha(tokens(), np.ones((2, SEQ, SEQ), dtype=bool))
 
 
 def test_the_default_positions_are_0_to_seq_len_and_only_differences_matter():
-    mha = MultiHeadAttention(D_MODEL, HEADS, seed=15, rope="interleaved")
+    mha = GroupedQueryAttention(D_MODEL, HEADS, seed=15, rope="interleaved")
     x = tokens(16)
     default = mha(x, causal_mask(SEQ))[0]
     np.testing.assert_array_equal(mha(x, causal_mask(SEQ), positions=np.arange(SEQ))[0], default)
@@ -305,7 +308,7 @@ def test_the_default_positions_are_0_to_seq_len_and_only_differences_matter():
 
 @pytest.mark.parametrize("rope", ["interleaved", True])
 def test_the_kv_cache_with_rope_equals_the_full_causal_forward(rope):
-    mha = MultiHeadAttention(D_MODEL, HEADS, seed=17, num_kv_heads=2, rope=rope)
+    mha = GroupedQueryAttention(D_MODEL, HEADS, seed=17, num_kv_heads=2, rope=rope)
     x = tokens(18)
     cache = KVCache()
     steps = [mha(x[:, :3], kv_cache=cache)[0]] + [mha(x[:, t : t + 1], kv_cache=cache)[0] for t in range(3, SEQ)]
@@ -338,7 +341,7 @@ def test_apply_rope_with_a_row_of_positions_per_sequence_rotates_each_row_by_its
     ],
 )
 def test_positions_are_checked_at_the_door(positions, error, message):
-    mha = MultiHeadAttention(D_MODEL, HEADS, rope="interleaved")
+    mha = GroupedQueryAttention(D_MODEL, HEADS, rope="interleaved")
     with pytest.raises(error, match=message):
         mha(tokens(), positions=positions)
     with pytest.raises(error, match=message):
@@ -347,25 +350,30 @@ def test_positions_are_checked_at_the_door(positions, error, message):
 
 def test_positions_without_rope_and_unknown_pairings_are_refused():
     with pytest.raises(ValueError, match="positions are only used by rotary embeddings"):
-        MultiHeadAttention(D_MODEL, HEADS)(tokens(), positions=np.arange(SEQ))
+        GroupedQueryAttention(D_MODEL, HEADS)(tokens(), positions=np.arange(SEQ))
     with pytest.raises(ValueError, match="rope must be True or False, 'half' .* or 'interleaved' .*got 'complex'"):
-        MultiHeadAttention(D_MODEL, HEADS, rope="complex")
+        GroupedQueryAttention(D_MODEL, HEADS, rope="complex")
     with pytest.raises(ValueError, match=r"positions must be 1-D .*\(batch, seq_len\) for x of shape \(batch, heads"):
         apply_rope(np.ones((BATCH, SEQ, D_K)), row_positions())
 
 
-def test_the_pairing_is_an_attribute_and_in_the_repr():
-    half, interleaved, plain = (MultiHeadAttention(D_MODEL, HEADS, rope=r) for r in ("half", "interleaved", False))
+@pytest.mark.parametrize("module", [GroupedQueryAttention, RotaryMultiHeadAttention])
+def test_the_pairing_is_an_attribute_and_in_the_repr(module):
+    half, interleaved = (module(D_MODEL, HEADS, rope=r) for r in ("half", "interleaved"))
     assert (half.rope, half.rope_pairing) == (True, "half")
     assert (interleaved.rope, interleaved.rope_pairing) == (True, "interleaved")
-    assert (plain.rope, plain.rope_pairing) == (False, None)
     assert "rope=True, rope_base=10000" in repr(half)
     assert "rope='interleaved', rope_base=10000" in repr(interleaved)
+    assert (module(D_MODEL, HEADS, rope=True).rope_pairing) == "half"
+    if module is GroupedQueryAttention:
+        plain = module(D_MODEL, HEADS, rope=False)
+        assert (plain.rope, plain.rope_pairing) == (False, None)
 
 
 def test_the_rope_functions_are_exported():
     assert {"apply_rope", "apply_rope_interleaved", "interleaved_to_half_split"} <= set(mhattn.__all__)
-    assert mhattn.apply_rope is mhattn.core.positions.apply_rope
+    assert mhattn.apply_rope.__wrapped__ is mhattn.core.positions.apply_rope  # the plain function behind its door
+    assert mhattn.apply_rope_interleaved.__wrapped__ is mhattn.core.positions.apply_rope_interleaved
 
 
 # --- the backward pass ------------------------------------------------------------------
@@ -374,7 +382,7 @@ def test_the_rope_functions_are_exported():
 @pytest.mark.parametrize("rope", ["interleaved", "half"])
 def test_the_backward_with_positions_and_a_3d_mask_equals_torch_autograd(rope):
     require_torch()
-    mha = MultiHeadAttention(D_MODEL, HEADS, seed=21, num_kv_heads=2, rope=rope)
+    mha = GroupedQueryAttention(D_MODEL, HEADS, seed=21, num_kv_heads=2, rope=rope)
     x, allowed, positions = tokens(22), left_padded_causal(), row_positions()
     output, _, backward = mha.vjp(x, allowed, positions=positions)
     d_output = np.random.default_rng(23).standard_normal(output.shape)

@@ -11,8 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from mhattn import MultiHeadAttention, causal_mask
-from mhattn.core.positions import sinusoidal_encoding
+from mhattn import MultiHeadAttention, causal_mask, sinusoidal_encoding
 
 EPS = np.finfo(np.float64).eps
 

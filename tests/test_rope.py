@@ -1,4 +1,4 @@
-"""Rotary position embeddings (mhattn.core.positions.apply_rope, MultiHeadAttention(rope=True)).
+"""Rotary position embeddings (mhattn.apply_rope, RotaryMultiHeadAttention, GroupedQueryAttention(rope=True)).
 
 Oracles, none of which shares code with mhattn:
 
@@ -23,9 +23,20 @@ import oracle
 import pytest
 from oracle import complex_rope, frequencies, require_torch, torch
 
-from mhattn import FastMultiHeadAttention, MultiHeadAttention, causal_mask, padding_mask
-from mhattn.core.grad import multihead_vjp, rope_vjp
-from mhattn.core.positions import apply_rope, apply_rope_interleaved, interleaved_to_half_split, rope_angles
+from mhattn import (
+    FastMultiHeadAttention,
+    GroupedQueryAttention,
+    MultiHeadAttention,
+    RotaryMultiHeadAttention,
+    apply_rope,
+    apply_rope_interleaved,
+    causal_mask,
+    interleaved_to_half_split,
+    padding_mask,
+    rope_angles,
+    rope_vjp,
+)
+from mhattn.core.grad_full import layer_vjp
 
 EPS = np.finfo(np.float64).eps
 FD_STEP, FD_RTOL = 1e-6, 1e-7  # as tests/test_grad.py: truncation + rounding error ~1e-9 of the gradient's scale
@@ -42,10 +53,11 @@ def complex_rope_interleaved(x, positions, base=10000.0):
 
 
 def oracle_module(mha, x, mask=None, rotate=complex_rope):
-    """MultiHeadAttention(rope=True) head by head, from the formulas and tests/oracle.py."""
+    """A rotary module (RotaryMultiHeadAttention, GroupedQueryAttention(rope=True)) head by head, from the formulas."""
     batch, seq_len, d_model = x.shape
-    d_k, group = mha.d_k, mha.num_heads // mha.num_kv_heads
-    kv_width = mha.num_kv_heads * d_k
+    num_kv_heads = getattr(mha, "num_kv_heads", mha.num_heads)  # the rotary module has no grouped heads
+    d_k, group = mha.d_k, mha.num_heads // num_kv_heads
+    kv_width = num_kv_heads * d_k
     W_q = mha.W_qkv[:, :d_model]
     W_k = mha.W_qkv[:, d_model : d_model + kv_width]
     W_v = mha.W_qkv[:, d_model + kv_width :]
@@ -165,31 +177,35 @@ MASKS = {
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
 def test_rope_module_equals_a_per_head_loop_with_complex_rotations(shape, mask_name):
     batch, seq_len, d_model, num_heads, num_kv_heads = shape
-    mha = MultiHeadAttention(d_model, num_heads, seed=1, num_kv_heads=num_kv_heads, rope=True, rope_base=100.0)
+    mha = GroupedQueryAttention(d_model, num_heads, seed=1, num_kv_heads=num_kv_heads, rope=True, rope_base=100.0)
     x = 3 * np.random.default_rng(6).standard_normal((batch, seq_len, d_model))
     mask = MASKS[mask_name](batch, seq_len)
     expected = oracle_module(mha, x, mask)
     np.testing.assert_allclose(mha(x, mask)[0], expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
+    if num_kv_heads == num_heads:  # the rotary module of notebook 08 too
+        rotary = RotaryMultiHeadAttention(d_model, num_heads, seed=1, rope=True, rope_base=100.0)
+        np.testing.assert_allclose(rotary(x, mask)[0], expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
     fast = FastMultiHeadAttention(d_model, num_heads, seed=1, num_kv_heads=num_kv_heads, rope=True, rope_base=100.0)
     np.testing.assert_allclose(fast(x, mask)[0], expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
 
 
 def test_rope_changes_the_module_and_breaks_permutation_equivariance():
     x = np.random.default_rng(7).standard_normal((1, 8, 16))
-    plain, rotary = MultiHeadAttention(16, 4, seed=3), MultiHeadAttention(16, 4, seed=3, rope=True)
+    plain, rotary = MultiHeadAttention(16, 4, seed=3), RotaryMultiHeadAttention(16, 4, seed=3, rope=True)
     perm = np.random.default_rng(8).permutation(8)
     np.testing.assert_allclose(plain(x[:, perm])[0], plain(x)[0][:, perm], rtol=0, atol=1e-12)
     assert np.abs(rotary(x[:, perm])[0] - rotary(x)[0][:, perm]).max() > 1e-3
 
 
 def test_rope_module_float32_is_computed_in_float32_and_close_to_float64():
-    mha = MultiHeadAttention(d_model=16, num_heads=2, seed=4, rope=True)
-    x = np.random.default_rng(12).standard_normal((2, 6, 16))
-    out32, out64 = mha(x.astype(np.float32))[0], mha(x)[0]
-    assert out32.dtype == np.float32
-    # inner products of size d_model = 16 over numbers ~ 3, through a softmax whose slope is <= 1 per unit score
-    bound = 16 * 16 * np.finfo(np.float32).eps * 9
-    assert np.abs(out32 - out64).max() <= bound * max(1, np.abs(out64).max())
+    for module in (RotaryMultiHeadAttention, GroupedQueryAttention):
+        mha = module(d_model=16, num_heads=2, seed=4, rope=True)
+        x = np.random.default_rng(12).standard_normal((2, 6, 16))
+        out32, out64 = mha(x.astype(np.float32))[0], mha(x)[0]
+        assert out32.dtype == np.float32
+        # inner products of size d_model = 16 over numbers ~ 3, through a softmax whose slope is <= 1 per unit score
+        bound = 16 * 16 * np.finfo(np.float32).eps * 9
+        assert np.abs(out32 - out64).max() <= bound * max(1, np.abs(out64).max())
 
 
 # --- gradients -------------------------------------------------------------------------------------------
@@ -198,7 +214,7 @@ def test_rope_module_float32_is_computed_in_float32_and_close_to_float64():
 @pytest.mark.parametrize("num_kv_heads", [2, 1])
 @pytest.mark.parametrize("mask_name", ["none", "causal"])
 def test_rope_vjp_matches_central_differences_of_the_forward(num_kv_heads, mask_name):
-    mha = MultiHeadAttention(8, 2, seed=6, num_kv_heads=num_kv_heads, rope=True, rope_base=50.0)
+    mha = GroupedQueryAttention(8, 2, seed=6, num_kv_heads=num_kv_heads, rope=True, rope_base=50.0)
     rng = np.random.default_rng(13)
     x, d_output = rng.standard_normal((2, 2, 5, 8))
     mask = MASKS[mask_name](2, 5)
@@ -210,13 +226,13 @@ def test_rope_vjp_matches_central_differences_of_the_forward(num_kv_heads, mask_
 
 
 def test_rope_vjp_forward_is_the_module_forward_and_plain_arrays_agree():
-    mha = MultiHeadAttention(12, 3, seed=7, rope=True)
+    mha = GroupedQueryAttention(12, 3, seed=7, rope=True)
     x, d_output = np.random.default_rng(14).standard_normal((2, 2, 4, 12))
     output, weights, backward = mha.vjp(x, causal_mask(4))
     expected_output, expected_weights = mha(x, causal_mask(4))
     np.testing.assert_array_equal(output, expected_output)
     np.testing.assert_array_equal(weights, expected_weights)
-    plain = multihead_vjp(x, mha.W_qkv, mha.W_o, 3, 3, causal_mask(4), rope_base=10000.0)[2](d_output)
+    plain = layer_vjp(x, mha.W_qkv, mha.W_o, 3, 3, causal_mask(4), rope_base=10000.0)[2](d_output)
     for name, grad in backward(d_output).items():
         np.testing.assert_array_equal(grad, plain[name])
 
@@ -252,7 +268,7 @@ def test_rope_equals_torch_polar_complex_rotation():
 def test_rope_vjp_matches_torch_autograd_through_torchs_own_rotation(shape, mask_name):
     require_torch()
     batch, seq_len, d_model, num_heads, num_kv_heads = shape
-    mha = MultiHeadAttention(d_model, num_heads, seed=8, num_kv_heads=num_kv_heads, rope=True, rope_base=300.0)
+    mha = GroupedQueryAttention(d_model, num_heads, seed=8, num_kv_heads=num_kv_heads, rope=True, rope_base=300.0)
     rng = np.random.default_rng(16)
     x, d_output = rng.standard_normal((2, batch, seq_len, d_model))
     mask = MASKS[mask_name](batch, seq_len)
@@ -295,13 +311,18 @@ def test_rope_vjp_matches_torch_autograd_through_torchs_own_rotation(shape, mask
         (lambda: apply_rope(np.ones((4, 8)), np.arange(4), base="1e4"), TypeError, "base must be a positive float"),
         (lambda: apply_rope(np.full((4, 8), np.nan), np.arange(4)), ValueError, "x must be finite"),
         (lambda: interleaved_to_half_split(5), ValueError, "d_k must be even"),
-        (lambda: MultiHeadAttention(12, 4, rope=True), ValueError, "rope=True needs an even d_k"),
-        (lambda: MultiHeadAttention(16, 4, rope=1), TypeError, "rope must be True or False"),
-        (lambda: MultiHeadAttention(16, 4, rope=True, rope_base=-2.0), ValueError, "rope_base must be a positive"),
+        (lambda: GroupedQueryAttention(12, 4, rope=True), ValueError, "rope=True needs an even d_k"),
+        (lambda: GroupedQueryAttention(16, 4, rope=1), TypeError, "rope must be True or False"),
+        (lambda: GroupedQueryAttention(16, 4, rope=True, rope_base=-2.0), ValueError, "rope_base must be a positive"),
+        (lambda: RotaryMultiHeadAttention(12, 4, rope=True), ValueError, "rope=True needs an even d_k"),
+        (lambda: RotaryMultiHeadAttention(16, 4, rope=1), TypeError, "rope must be True or False"),
+        (lambda: RotaryMultiHeadAttention(16, 4, rope=True, rope_base=-2.0), ValueError,
+         "rope_base must be a positive"),
+        (lambda: RotaryMultiHeadAttention(16, 4, rope=False), ValueError, "for no RoPE use mhattn.MultiHeadAttention"),
         (
-            lambda: MultiHeadAttention(16, 4, rope=True)(np.ones((1, 3, 16)), context=np.ones((1, 5, 16))),
+            lambda: GroupedQueryAttention(16, 4, rope=True)(np.ones((1, 3, 16)), context=np.ones((1, 5, 16))),
             ValueError,
-            "context cannot be used with rope=True",
+            "context cannot be used with rope",
         ),
     ],
 )
@@ -313,4 +334,24 @@ def test_rope_refuses_bad_arguments_with_a_message_naming_them(call, error, word
 
 def test_rope_off_odd_d_k_is_still_allowed_and_repr_says_rope():
     assert "rope" not in repr(MultiHeadAttention(12, 4))  # d_k = 3 is fine without rope
-    assert "rope=True" in repr(MultiHeadAttention(16, 4, rope=True))
+    assert "rope" not in repr(GroupedQueryAttention(12, 4))
+    assert "rope=True" in repr(GroupedQueryAttention(16, 4, rope=True))
+    assert "rope=True" in repr(RotaryMultiHeadAttention(16, 4, rope=True))
+
+
+@pytest.mark.parametrize("rope", [True, "half", "interleaved"])
+@pytest.mark.parametrize("mask_name", list(MASKS))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_rotary_module_is_grouped_query_attention_with_rope_exactly(rope, mask_name, dtype):
+    rotary = RotaryMultiHeadAttention(16, 4, seed=9, rope=rope, rope_base=500.0)
+    full = GroupedQueryAttention(16, 4, seed=9, rope=rope, rope_base=500.0)
+    np.testing.assert_array_equal(rotary.W_qkv, full.W_qkv)
+    np.testing.assert_array_equal(rotary.W_o, full.W_o)
+    assert (rotary.rope, rotary.rope_pairing, rotary.rope_base) == (full.rope, full.rope_pairing, full.rope_base)
+    x = np.random.default_rng(17).standard_normal((2, 6, 16)).astype(dtype)
+    mask = MASKS[mask_name](2, 6)
+    positions = np.array([[0, 1, 2, 3, 4, 5], [7, 8, 9, 40, 41, 42]])
+    for given in (None, np.arange(6) + 3, positions):
+        for got, want in zip(rotary(x, mask, positions=given), full(x, mask, positions=given), strict=True):
+            assert got.dtype == want.dtype == dtype
+            np.testing.assert_array_equal(got, want)

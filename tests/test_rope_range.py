@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mhattn.core.positions import apply_rope, apply_rope_interleaved, rope_angles
+from mhattn import apply_rope, apply_rope_interleaved, rope_angles
 
 
 @pytest.mark.parametrize("function", [apply_rope, apply_rope_interleaved])

@@ -9,7 +9,7 @@ import pytest
 from helpers import torch_twin
 from oracle import require_torch
 
-from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn import GroupedQueryAttention, MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
 
 torch = require_torch()
 
@@ -53,10 +53,11 @@ def test_a_padding_mask_matches_key_padding_mask():
     np.testing.assert_allclose(output, expected_output.numpy(), rtol=0, atol=1e-10)
 
 
-def test_float32_matches_torch_in_float32():
-    mha = MultiHeadAttention(32, 4, seed=5)
+@pytest.mark.parametrize("module", [MultiHeadAttention, GroupedQueryAttention])
+def test_float32_matches_torch_in_float32(module):
+    mha = module(32, 4, seed=5)
     x = np.random.default_rng(2).standard_normal((2, 8, 32)).astype(np.float32)
-    output, weights = mha(x, need_weights=True)
+    output, weights = mha(x, need_weights=True) if module is GroupedQueryAttention else mha(x)
     twin = torch_twin(mha).float()
     t = torch.from_numpy(x)
     with torch.no_grad():

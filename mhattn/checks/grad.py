@@ -125,16 +125,26 @@ def multihead_vjp_args(x, W_qkv, W_o, num_heads, mask):
     mask = module_mask(mask, (x.shape[0], num_heads, x.shape[1], x.shape[1]))
     arrays, result_dtype = _cast({"x": x, "W_qkv": W_qkv, "W_o": W_o})
     arguments = arrays | {"num_heads": num_heads, "mask": mask}
-    return arguments, result_dtype, contextlib.nullcontext(), backward_behind_a_door
+    dtypes = {"x": x.dtype if result_dtype is None else result_dtype, "W_qkv": W_qkv.dtype, "W_o": W_o.dtype}
+    return arguments, result_dtype, contextlib.nullcontext(), backward_behind_a_door(arrays["x"].dtype, dtypes)
 
 
-def backward_behind_a_door(result):
-    """``(output, weights, backward)`` with ``backward`` checked: ``d_output`` must be finite, of the output's shape."""
-    output, weights, backward = result
+def backward_behind_a_door(compute_dtype, dtypes):
+    """What a vjp's door hands back: ``(output, weights, backward)``, with ``backward`` behind a door of its own.
 
-    def d_output_args(d_output):
-        d_output = _real("d_output", d_output)
-        _same_shape("d_output", d_output, "output", output.shape)
-        return {"d_output": d_output.astype(output.dtype, copy=False)}, None
+    That door takes a finite ``d_output`` of the output's shape (computed in ``compute_dtype``)
+    and returns each gradient in the dtype of what it differentiates (``dtypes``, by name).
+    """
 
-    return output, weights, door(backward, d_output_args)
+    def after(result):
+        output, weights, backward = result
+
+        def d_output_args(d_output):
+            d_output = _real("d_output", d_output)
+            _same_shape("d_output", d_output, "output", output.shape)
+            in_dtypes = lambda grads: {name: grad.astype(dtypes[name], copy=False) for name, grad in grads.items()}  # noqa: E731
+            return {"d_output": d_output.astype(compute_dtype, copy=False)}, None, contextlib.nullcontext(), in_dtypes
+
+        return output, weights, door(backward, d_output_args)
+
+    return after

@@ -115,7 +115,7 @@ def causal_mask_args(seq_len):
 def padding_mask_args(lengths, seq_len):
     """Arguments of :func:`mhattn.padding_mask`."""
     seq_len = positive_int("seq_len", seq_len)
-    lengths = np.asarray(lengths)
+    lengths = number_array("lengths", lengths)  # a masked array is refused: its mask would be dropped
     if lengths.dtype.kind not in "iu":
         raise TypeError(f"lengths must be integers; got dtype {lengths.dtype}")
     if lengths.ndim != 1:
@@ -126,9 +126,9 @@ def padding_mask_args(lengths, seq_len):
 
 
 def split_heads_args(x, num_heads):
-    """Arguments of :func:`mhattn.split_heads`."""
+    """Arguments of :func:`mhattn.split_heads`: finite numbers, as for every array the teaching path takes."""
     num_heads = positive_int("num_heads", num_heads)
-    x = number_array("x", x)
+    x = finite("x", number_array("x", x))
     ndim("x", x, 3, "(batch, seq_len, d_model)")
     if x.shape[-1] % num_heads:
         raise ValueError(f"num_heads must divide d_model = {x.shape[-1]}; got num_heads = {num_heads}")
@@ -136,8 +136,8 @@ def split_heads_args(x, num_heads):
 
 
 def combine_heads_args(x):
-    """Arguments of :func:`mhattn.combine_heads`."""
-    x = number_array("x", x)
+    """Arguments of :func:`mhattn.combine_heads`: finite numbers, as for every array the teaching path takes."""
+    x = finite("x", number_array("x", x))
     ndim("x", x, 4, "(batch, num_heads, seq_len, d_k)")
     return {"x": x}, None
 

@@ -11,7 +11,17 @@ import numpy as np
 
 from .layers import scores_fit
 from .positions import module_positions, rope_pairing, rope_settings
-from .values import compute_dtype, finite, float_dtype, mask_array, ndim, number_array, positive_int, real_array
+from .values import (
+    compute_dtype,
+    finite,
+    float_dtype,
+    mask_array,
+    mask_input,
+    ndim,
+    number_array,
+    positive_int,
+    real_array,
+)
 from .values import seed as seed_value
 
 MOVED_ARGUMENTS = {
@@ -65,7 +75,7 @@ def rotary_init_args(self, d_model, num_heads, seed, rope, rope_base):
     on, pairing = rope_pairing(rope)
     if not on:
         raise ValueError("rope must be True, 'half' or 'interleaved' here; for no RoPE use mhattn.MultiHeadAttention")
-    _, pairing, rope_base = rope_settings(pairing, rope_base, d_model // num_heads)
+    _, pairing, rope_base = rope_settings(rope, rope_base, d_model // num_heads)  # errors name rope as given
     arguments = {"self": self, "d_model": d_model, "num_heads": num_heads, "seed": seed_value(seed)}
     return arguments | {"rope": pairing, "rope_base": rope_base}, None
 
@@ -137,7 +147,7 @@ def module_mask(value, scores_shape):
     """The module's mask: :func:`mask_array`'s layouts, and ``(batch, seq_q, seq_k)`` given a head axis of 1."""
     if value is None:
         return None
-    array = np.asarray(value)
+    array = mask_input(value)
     try:
         if array.ndim == 3:  # one mask per sequence, the same in every head
             return mask_array(array[:, None], scores_shape)  # (batch or 1, 1, seq_q or 1, seq_k)
@@ -182,16 +192,16 @@ def rotary_forward_args(self, x, mask, positions):
 
 
 def split_heads_method_args(self, x):
-    """Arguments of :meth:`mhattn.MultiHeadAttention.split_heads`: ``(batch, seq_len, d_model)``."""
-    x = number_array("x", x)
+    """Arguments of :meth:`mhattn.MultiHeadAttention.split_heads`: ``(batch, seq_len, d_model)``, finite."""
+    x = finite("x", number_array("x", x))
     if x.ndim != 3 or x.shape[-1] != self.d_model:
         raise ValueError(f"x must have shape (batch, seq_len, d_model={self.d_model}); got shape {x.shape}")
     return {"self": self, "x": x}, None
 
 
 def heads_method_args(self, x):
-    """Arguments of :meth:`mhattn.MultiHeadAttention.combine_heads`: ``(batch, num_heads, seq_len, d_k)``."""
-    x = number_array("x", x)
+    """Arguments of :meth:`mhattn.MultiHeadAttention.combine_heads`: ``(batch, num_heads, seq_len, d_k)``, finite."""
+    x = finite("x", number_array("x", x))
     if x.ndim != 4 or x.shape[1] != self.num_heads or x.shape[3] != self.d_k:
         raise ValueError(
             f"x must have shape (batch, num_heads={self.num_heads}, seq_len, d_k={self.d_k}); got shape {x.shape}"

@@ -10,7 +10,7 @@ from .optional import require
 from .positions import module_positions, rope_settings
 from .door import door
 from .grad import backward_behind_a_door
-from .values import compute_dtype, flag, index, integer, real_array
+from .values import compute_dtype, finite, flag, index, integer, real_array
 from .values import seed as seed_value
 
 
@@ -98,7 +98,10 @@ def vjp_args(self, x, mask, positions):
     """Arguments of :meth:`mhattn.GroupedQueryAttention.vjp`: those of its forward, without a cache or context."""
     arguments, result_dtype, _ = full_forward_args(self, x, mask, True, None, None, positions)
     arguments = {name: arguments[name] for name in ("self", "x", "mask", "positions")}
-    return arguments, result_dtype, contextlib.nullcontext(), backward_behind_a_door
+    x = arguments["x"]
+    dtypes = {"x": x.dtype if result_dtype is None else result_dtype, "W_qkv": real_array("W_qkv", self.W_qkv).dtype,
+              "W_o": real_array("W_o", self.W_o).dtype}
+    return arguments, result_dtype, contextlib.nullcontext(), backward_behind_a_door(x.dtype, dtypes)
 
 
 def from_weights_args(cls, W_q, W_k, W_v, W_o, num_heads, layout, num_kv_heads, rope, rope_base):

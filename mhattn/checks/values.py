@@ -124,6 +124,16 @@ MASK_LAYOUTS = (
 )
 
 
+def mask_input(value):
+    """``value`` as an ndarray; a masked array is refused (``np.asarray`` would drop its mask)."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(
+            "mask must be a plain boolean ndarray, not a masked array: its mask would be dropped and the hidden "
+            "entries used as they are. Pass mask.filled(False) to forbid the hidden entries"
+        )
+    return np.asarray(value)
+
+
 def mask_array(value, scores_shape):
     """Check a boolean attention mask against the scores' shape; return it as an array (or None).
 
@@ -135,7 +145,7 @@ def mask_array(value, scores_shape):
     """
     if value is None:
         return None
-    array = np.asarray(value)
+    array = mask_input(value)
     if array.dtype != np.bool_:
         raise TypeError(
             f"mask must be a boolean array (True = this query may attend to this key); got dtype {array.dtype}. "

@@ -42,6 +42,18 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         zeros there on the CPU and in CUDA's math and memory-efficient backends; its cuDNN
         backend (the CUDA default for float16/bfloat16 with a boolean mask on torch 2.11)
         returned a finite nonzero output instead.
+
+    Examples
+    --------
+    >>> Q, K, V = np.random.default_rng(0).standard_normal((3, 2, 4, 8))  # (batch, seq, d_k) each
+    >>> mask = np.tril(np.ones((4, 4), dtype=bool))  # causal: query i sees keys 0 to i
+    >>> output, weights = scaled_dot_product_attention(Q, K, V, mask)
+    >>> output.shape, weights.shape
+    ((2, 4, 8), (2, 4, 4))
+    >>> bool(np.allclose(weights.sum(axis=-1), 1.0)), bool((weights[:, ~mask] == 0).all())
+    (True, True)
+    >>> print(weights[0, 0])  # the first query may see only itself
+    [1. 0. 0. 0.]
     """
     d_k = Q.dtype.type(Q.shape[-1])  # in Q's dtype: float32 stays float32, longdouble keeps its digits
     scores = (Q / np.sqrt(d_k)) @ K.swapaxes(-1, -2)  # (..., seq_q, seq_k); scaled first: Q K^T may overflow alone

@@ -25,6 +25,15 @@ def attention_with_dropout(Q, K, V, mask=None, *, dropout_p=0.0, rng=None):
     output : ndarray of shape ``(..., seq_q, d_v)``
     weights : ndarray of shape ``(..., seq_q, seq_k)``
         After dropout: zeros where a weight was dropped, the rest scaled by ``1 / (1 - p)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> Q, K, V = np.random.default_rng(0).standard_normal((3, 1, 4, 8))
+    >>> output, weights = attention_with_dropout(Q, K, V, dropout_p=0.5, rng=np.random.default_rng(1))
+    >>> _, plain = scaled_dot_product_attention(Q, K, V)
+    >>> bool(np.all((weights == 0) | np.isclose(weights, 2 * plain)))  # dropped, or doubled: 1 / (1 - 0.5)
+    True
     """
     output, weights = scaled_dot_product_attention(Q, K, V, mask)  # (..., seq_q, d_v), (..., seq_q, seq_k)
     if dropout_p == 0:

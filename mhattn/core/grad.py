@@ -59,6 +59,13 @@ def softmax_vjp(weights, d_weights):
     -------
     ndarray of shape ``(..., n)``
         :math:`\partial L / \partial \text{scores}`.
+
+    Examples
+    --------
+    >>> weights = np.array([[0.5, 0.5, 0.0]])  # the last key was masked
+    >>> d_scores = softmax_vjp(weights, d_weights=np.array([[1.0, 0.0, 5.0]]))
+    >>> print(d_scores)  # sums to zero; the masked key gets exactly zero
+    [[ 0.25 -0.25  0.  ]]
     """
     inner = np.vecdot(d_weights, weights)[..., None]  # (..., 1): sum_i g_i p_i, a dot product per row
     return weights * (d_weights - inner)  # (..., n): p_j (g_j - sum_i g_i p_i); 0 where p_j = 0
@@ -97,6 +104,19 @@ def attention_vjp(Q, K, V, weights, d_output):
     Returns
     -------
     dQ, dK, dV : ndarrays shaped like ``Q``, ``K``, ``V``
+
+    Examples
+    --------
+    >>> Q, K, V = np.random.default_rng(0).standard_normal((3, 2, 4, 8))
+    >>> output, weights = scaled_dot_product_attention(Q, K, V)
+    >>> dQ, dK, dV = attention_vjp(Q, K, V, weights, d_output=np.ones_like(output))  # the loss: output.sum()
+    >>> dQ.shape, dK.shape, dV.shape
+    ((2, 4, 8), (2, 4, 8), (2, 4, 8))
+    >>> nudged = Q.copy()
+    >>> nudged[0, 0, 0] += 1e-6
+    >>> slope = (scaled_dot_product_attention(nudged, K, V)[0].sum() - output.sum()) / 1e-6
+    >>> bool(np.isclose(slope, dQ[0, 0, 0], atol=1e-4))  # what a finite difference measures
+    True
     """
     scale = 1 / np.sqrt(Q.dtype.type(Q.shape[-1]))  # in Q's dtype: float32 stays float32, longdouble keeps its digits
     d_weights = d_output @ V.swapaxes(-1, -2)  # (..., seq_q, seq_k): dP = dO V^T
@@ -118,6 +138,15 @@ def split_heads_vjp(d_heads):
     -------
     ndarray of shape ``(batch, seq_len, num_heads * d_k)``
         :math:`\partial L / \partial x`: :func:`mhattn.combine_heads` of ``d_heads``.
+
+    Examples
+    --------
+    >>> d_heads = np.arange(24.0).reshape(1, 3, 2, 4)  # (batch, num_heads, seq_len, d_k)
+    >>> d_x = split_heads_vjp(d_heads)
+    >>> d_x.shape
+    (1, 2, 12)
+    >>> bool(np.array_equal(d_x, combine_heads(d_heads)))
+    True
     """
     return combine_heads(d_heads)  # (batch, seq_len, d_model): every number back in its column
 
@@ -134,6 +163,16 @@ def combine_heads_vjp(d_x, num_heads):
     -------
     ndarray of shape ``(batch, num_heads, seq_len, d_k)``
         :math:`\partial L / \partial \text{heads}`: :func:`mhattn.split_heads` of ``d_x``.
+
+    Examples
+    --------
+    >>> d_x = np.arange(12.0).reshape(1, 2, 6)  # (batch, seq_len, d_model)
+    >>> d_heads = combine_heads_vjp(d_x, num_heads=3)
+    >>> d_heads.shape
+    (1, 3, 2, 2)
+    >>> d_heads[0, 1]  # head 1's gradient: columns 2 and 3 of every token
+    array([[2., 3.],
+           [8., 9.]])
     """
     return split_heads(d_x, num_heads)  # (batch, num_heads, seq_len, d_k)
 
@@ -159,6 +198,17 @@ def linear_vjp(x, W, d_y):
     -------
     d_x : ndarray of shape ``(..., d_in)``
     d_W : ndarray of shape ``(d_in, d_out)``
+
+    Examples
+    --------
+    >>> x = np.array([[[1.0, 2.0]]])  # one token, d_in = 2
+    >>> W = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 3.0]])  # (d_in, d_out)
+    >>> d_x, d_W = linear_vjp(x, W, d_y=np.array([[[1.0, 1.0, 1.0]]]))
+    >>> d_x  # d_y @ W.T
+    array([[[3., 4.]]])
+    >>> d_W  # x.T @ d_y
+    array([[1., 1., 1.],
+           [2., 2., 2.]])
     """
     rows_x = x.reshape(-1, x.shape[-1])  # (tokens, d_in): every batch row and position is one token
     rows_d_y = d_y.reshape(-1, d_y.shape[-1])  # (tokens, d_out)
@@ -202,6 +252,18 @@ def multihead_vjp(x, W_qkv, W_o, num_heads, mask=None):
     backward : function
         ``backward(d_output)`` returns the dict ``{"x": d_x, "W_qkv": d_W_qkv, "W_o": d_W_o}``.
         It only reads what the forward kept: call it any number of times, from any thread.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.standard_normal((2, 5, 8))  # (batch, seq_len, d_model)
+    >>> W_qkv, W_o = rng.standard_normal((8, 24)) / 4, rng.standard_normal((8, 8)) / 4
+    >>> output, weights, backward = multihead_vjp(x, W_qkv, W_o, num_heads=2)
+    >>> output.shape, weights.shape
+    ((2, 5, 8), (2, 2, 5, 5))
+    >>> grads = backward(np.ones_like(output))  # the loss: output.sum()
+    >>> {name: grad.shape for name, grad in grads.items()}  # shaped like the inputs
+    {'x': (2, 5, 8), 'W_qkv': (8, 24), 'W_o': (8, 8)}
     """
     x, W_qkv, W_o = x.copy(), W_qkv.copy(), W_o.copy()  # the backward's own: in-place updates cannot reach it
     Q, K, V = (split_heads(t, num_heads) for t in np.split(x @ W_qkv, 3, axis=-1))  # (batch, heads, seq, d_k)

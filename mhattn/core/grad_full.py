@@ -38,6 +38,12 @@ def repeat_kv_vjp(d_repeated, group):
     Returns
     -------
     ndarray of shape ``(batch, num_kv_heads, seq_len, d_k)``
+
+    Examples
+    --------
+    >>> d_repeated = np.arange(4.0).reshape(1, 4, 1, 1)  # four query heads, two per key/value head
+    >>> repeat_kv_vjp(d_repeated, group=2).ravel()  # head 0 collects 0 + 1, head 1 collects 2 + 3
+    array([1., 5.])
     """
     batch, num_heads, seq_len, d_k = d_repeated.shape
     d_repeated = d_repeated.reshape(batch, num_heads // group, group, seq_len, d_k)  # (batch, kv_heads, group, ...)
@@ -61,6 +67,14 @@ def rope_vjp(d_rotated, positions, base=10000.0):
     Returns
     -------
     ndarray of shape ``(..., seq_len, d_k)``
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).standard_normal((4, 8))  # (seq_len, d_k)
+    >>> positions = np.arange(4)
+    >>> d_x = rope_vjp(apply_rope(x, positions), positions)
+    >>> bool(np.allclose(d_x, x))  # a rotation's transpose is its inverse
+    True
     """
     return apply_rope(d_rotated, -positions, base)  # (..., seq_len, d_k): R(p)^T = R(-p)
 
@@ -70,6 +84,14 @@ def rope_interleaved_vjp(d_rotated, positions, base=10000.0):
 
     The same argument as :func:`rope_vjp`, for the pairs ``(2i, 2i + 1)``. ``positions``:
     ``(seq_len,)`` or ``(batch, seq_len)``, as for the forward.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).standard_normal((4, 8))  # (seq_len, d_k)
+    >>> positions = np.arange(4)
+    >>> d_x = rope_interleaved_vjp(apply_rope_interleaved(x, positions), positions)
+    >>> bool(np.allclose(d_x, x))  # a rotation's transpose is its inverse
+    True
     """
     return apply_rope_interleaved(d_rotated, -positions, base)  # (..., seq_len, d_k): R(p)^T = R(-p)
 

@@ -18,6 +18,17 @@ def split_heads(x, num_heads):
     -------
     ndarray of shape ``(batch, num_heads, seq_len, d_k)``
         A view of ``x`` (no copy).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.arange(12.0).reshape(1, 2, 6)  # one sequence of two tokens, d_model = 6
+    >>> heads = split_heads(x, num_heads=3)
+    >>> heads.shape
+    (1, 3, 2, 2)
+    >>> heads[0, 1]  # head 1 holds columns 2 and 3 of every token
+    array([[2., 3.],
+           [8., 9.]])
     """
     batch, seq_len, width = x.shape
     x = x.reshape(batch, seq_len, num_heads, width // num_heads)  # (batch, seq_len, num_heads, d_k)
@@ -34,6 +45,16 @@ def combine_heads(x):
     Returns
     -------
     ndarray of shape ``(batch, seq_len, num_heads * d_k)``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> heads = np.arange(12.0).reshape(1, 3, 2, 2)  # (batch, num_heads, seq_len, d_k)
+    >>> x = combine_heads(heads)
+    >>> x.shape
+    (1, 2, 6)
+    >>> bool(np.array_equal(split_heads(x, 3), heads))  # the round trip gives the heads back
+    True
     """
     batch, num_heads, seq_len, d_k = x.shape
     x = x.transpose(0, 2, 1, 3)  # (batch, seq_len, num_heads, d_k)

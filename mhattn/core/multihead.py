@@ -67,12 +67,26 @@ class MultiHeadAttention:
 
     @checked(split_heads_method_args, results_finite=False)
     def split_heads(self, x):
-        """``(batch, seq_len, d_model)`` -> ``(batch, num_heads, seq_len, d_k)``; see :func:`mhattn.split_heads`."""
+        """``(batch, seq_len, d_model)`` -> ``(batch, num_heads, seq_len, d_k)``; see :func:`mhattn.split_heads`.
+
+        Examples
+        --------
+        >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
+        >>> mha.split_heads(np.zeros((1, 5, 8))).shape  # d_k = 8 // 2
+        (1, 2, 5, 4)
+        """
         return split_heads(x, self.num_heads)
 
     @checked(heads_method_args, results_finite=False)
     def combine_heads(self, x):
-        """``(batch, num_heads, seq_len, d_k)`` -> ``(batch, seq_len, d_model)``; see :func:`mhattn.combine_heads`."""
+        """``(batch, num_heads, seq_len, d_k)`` -> ``(batch, seq_len, d_model)``; see :func:`mhattn.combine_heads`.
+
+        Examples
+        --------
+        >>> mha = MultiHeadAttention(d_model=8, num_heads=2)
+        >>> mha.combine_heads(np.zeros((1, 2, 5, 4))).shape
+        (1, 5, 8)
+        """
         return combine_heads(x)
 
     @checked(forward_args)
@@ -96,10 +110,11 @@ class MultiHeadAttention:
         weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``
             ``weights[b, h, i, j]`` is how much query ``i`` of head ``h`` takes from key ``j``.
         """
-        Q, K, V = np.split(x @ self.W_qkv, 3, axis=-1)  # (batch, seq, d_model) each: one product for all three
+        W_qkv, W_o = self.W_qkv.astype(x.dtype, copy=False), self.W_o.astype(x.dtype, copy=False)  # x's dtype
+        Q, K, V = np.split(x @ W_qkv, 3, axis=-1)  # (batch, seq, d_model) each: one product for all three
         Q, K, V = (split_heads(t, self.num_heads) for t in (Q, K, V))  # (batch, num_heads, seq, d_k) each
         heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # every head at once
-        output = combine_heads(heads) @ self.W_o  # (batch, seq, d_model)
+        output = combine_heads(heads) @ W_o  # (batch, seq, d_model)
         return output, weights
 
     def __call__(self, *args, **kwargs):

@@ -36,6 +36,14 @@ def rope_angles(positions, d_k, base=10000.0):
     Returns
     -------
     ndarray of shape ``(seq_len, ceil(d_k / 2))``, float64
+
+    Examples
+    --------
+    >>> angles = rope_angles(np.arange(3), d_k=4)  # frequencies 1 and 10000 ** (-2 / 4) = 0.01
+    >>> print(np.round(angles, 3))
+    [[0.   0.  ]
+     [1.   0.01]
+     [2.   0.02]]
     """
     return _angles(positions, d_k, base, np.float64)
 
@@ -69,6 +77,14 @@ def sinusoidal_encoding(seq_len, d_model, base=10000.0):
     Returns
     -------
     ndarray of shape ``(seq_len, d_model)``, float64
+
+    Examples
+    --------
+    >>> encoding = sinusoidal_encoding(seq_len=3, d_model=4)
+    >>> print(np.round(encoding, 3))  # columns: sin, cos at frequency 1, then at 0.01
+    [[ 0.     1.     0.     1.   ]
+     [ 0.841  0.54   0.01   1.   ]
+     [ 0.909 -0.416  0.02   1.   ]]
     """
     angles = rope_angles(np.arange(seq_len), d_model, base)  # (seq_len, ceil(d_model / 2))
     encoding = np.empty((seq_len, d_model))  # (seq_len, d_model)
@@ -113,6 +129,19 @@ def apply_rope(x, positions, base=10000.0):
     Returns
     -------
     ndarray shaped like ``x``
+
+    Examples
+    --------
+    >>> v = np.random.default_rng(0).standard_normal(8)
+    >>> x = np.tile(v, (4, 1))  # the same vector at positions 0, 1, 2, 3
+    >>> rotated = apply_rope(x, np.arange(4))
+    >>> rotated.shape
+    (4, 8)
+    >>> bool(np.allclose(np.linalg.norm(rotated, axis=-1), np.linalg.norm(x, axis=-1)))  # rotations keep lengths
+    True
+    >>> scores = rotated @ rotated.T
+    >>> bool(np.allclose(np.diag(scores, -1), scores[1, 0]))  # one position apart: always the same score
+    True
     """
     cos, sin = _cos_sin(positions, x, base)  # (seq_len, d_k / 2) each, or (batch, 1, seq_len, d_k / 2)
     x1, x2 = np.split(x, 2, axis=-1)  # (..., seq_len, d_k / 2) each: pair i is (x1[..., i], x2[..., i])
@@ -134,6 +163,15 @@ def apply_rope_interleaved(x, positions, base=10000.0):
     ``apply_rope_interleaved(x, p)[..., order] == apply_rope(x[..., order], p)``.
 
     Parameters and returns are :func:`apply_rope`'s.
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).standard_normal((4, 8))  # (seq_len, d_k)
+    >>> positions = np.arange(4)
+    >>> rotated = apply_rope_interleaved(x, positions)
+    >>> order = interleaved_to_half_split(8)
+    >>> bool(np.allclose(rotated[..., order], apply_rope(x[..., order], positions)))
+    True
     """
     cos, sin = _cos_sin(positions, x, base)  # (seq_len, d_k / 2) each, or (batch, 1, seq_len, d_k / 2)
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq_len, d_k / 2) each: pair i is (x[2i], x[2i + 1])
@@ -161,5 +199,10 @@ def interleaved_to_half_split(d_k):
     Returns
     -------
     ndarray of int, shape ``(d_k,)``
+
+    Examples
+    --------
+    >>> interleaved_to_half_split(6)  # the first coordinates of the pairs, then the second ones
+    array([0, 2, 4, 1, 3, 5])
     """
     return np.concatenate([np.arange(0, d_k, 2), np.arange(1, d_k, 2)])  # (d_k,): evens, then odds

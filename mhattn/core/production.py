@@ -57,6 +57,16 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
     W_qkv : ndarray of shape ``(d_model, d_model + 2 * num_kv_heads * d_k)``
         Queries, then the keys and the values of the ``num_kv_heads`` key/value heads.
     W_o : ndarray of shape ``(d_model, d_model)``
+
+    Examples
+    --------
+    >>> gqa = GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+    >>> gqa
+    GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2, d_k=4)
+    >>> gqa.W_qkv.shape  # 16 query columns, then 2 key and 2 value heads of width 4
+    (16, 32)
+    >>> GroupedQueryAttention(d_model=16, num_heads=4).W_qkv.shape  # as MultiHeadAttention's
+    (16, 48)
     """
 
     @checked(full_init_args)
@@ -81,6 +91,16 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         the cached ones, the new tokens sit at positions ``len(kv_cache)`` onwards, and ``mask``
         must be None (the cache builds the causal mask). Returns ``(output, weights or None)``,
         the weights of shape ``(batch, num_heads, seq_q, seq_k)``.
+
+        Examples
+        --------
+        >>> gqa = GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+        >>> x = np.random.default_rng(0).standard_normal((2, 5, 16))
+        >>> output, weights = gqa(x, mask=np.tril(np.ones((5, 5), dtype=bool)))  # causal
+        >>> output.shape, weights.shape
+        ((2, 5, 16), (2, 4, 5, 5))
+        >>> print(weights[0, 0, 0])  # the first token may see only itself
+        [1. 0. 0. 0. 0.]
         """
         start = 0 if kv_cache is None else len(kv_cache)  # new tokens sit after the cached ones
         Q, K, V = self._project(x, context, start, positions)  # (batch, heads, seq, d_k)
@@ -108,6 +128,13 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         """``(Q, K, V)`` of every head for tokens ``x`` (RoPE: at ``positions``, or ``start, start + 1, ...``).
 
         Shapes ``(batch, num_heads, seq_q, d_k)`` and ``(batch, num_kv_heads, seq_k, d_k)`` twice.
+
+        Examples
+        --------
+        >>> gqa = GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+        >>> Q, K, V = gqa.project(np.random.default_rng(0).standard_normal((1, 5, 16)))
+        >>> Q.shape, K.shape, V.shape  # four query heads, two key/value heads
+        ((1, 4, 5, 4), (1, 2, 5, 4), (1, 2, 5, 4))
         """
         return self._project(x, context, start, positions)
 
@@ -118,6 +145,15 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         TransformerLens's per-head shapes, read through the one column layout
         (:func:`mhattn.core.projection.qkv_columns`); under grouped queries, ``W_K`` and ``W_V``
         are those of the key/value head that ``head`` reads.
+
+        Examples
+        --------
+        >>> gqa = GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+        >>> W_Q, W_K, W_V, W_O = gqa.head_weights(3)
+        >>> W_Q.shape, W_K.shape, W_V.shape, W_O.shape
+        ((16, 4), (16, 4), (16, 4), (4, 16))
+        >>> bool(np.array_equal(W_K, gqa.head_weights(2)[1]))  # query heads 2 and 3 share a key/value head
+        True
         """
         W_q, W_k, W_v = np.split(self.W_qkv, self.qkv_columns(), axis=-1)
         kv_head = head // (self.num_heads // self.num_kv_heads)
@@ -126,21 +162,43 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
                 per_head(W_v, self.num_kv_heads)[kv_head], per_head(self.W_o.T, self.num_heads)[head].T)
 
     def qkv_columns(self):
-        """Where the key and the value columns start in ``W_qkv``: ``[d_model, d_model + num_kv_heads * d_k]``."""
+        """Where the key and the value columns start in ``W_qkv``: ``[d_model, d_model + num_kv_heads * d_k]``.
+
+        Examples
+        --------
+        >>> GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2).qkv_columns()
+        [16, 24]
+        """
         return qkv_columns(self.d_model, self.num_heads, self.num_kv_heads)
 
     @checked(weights_args)
     def weights(self, dtype=np.float64):
-        """``(W_qkv, W_o)`` checked (shapes, finite) and cast to ``dtype`` (copies where the dtype changes)."""
+        """``(W_qkv, W_o)`` checked (shapes, finite) and cast to ``dtype`` (copies where the dtype changes).
+
+        Examples
+        --------
+        >>> W_qkv, W_o = GroupedQueryAttention(d_model=8, num_heads=2).weights(np.float32)
+        >>> W_qkv.dtype, W_o.dtype, W_qkv.shape
+        (dtype('float32'), dtype('float32'), (8, 24))
+        """
         return self.W_qkv.astype(dtype, copy=False), self.W_o.astype(dtype, copy=False)
 
-    @checked(vjp_args, results_finite=False)
+    @checked(vjp_args)
     def vjp(self, x, mask=None, *, positions=None):
         """The forward pass and a function that runs it backwards: ``output, weights, backward``.
 
         ``backward(d_output)`` returns ``{"x": ..., "W_qkv": ..., "W_o": ...}``, the loss's
         gradients, each with the shape and dtype of that input. Nothing is stored on the module:
         call it from any thread. The derivation is in :mod:`mhattn.core.grad` (notebook on learning).
+
+        Examples
+        --------
+        >>> gqa = GroupedQueryAttention(d_model=8, num_heads=4, num_kv_heads=2, rope=True)
+        >>> x = np.random.default_rng(0).standard_normal((2, 5, 8))
+        >>> output, weights, backward = gqa.vjp(x)
+        >>> grads = backward(np.ones_like(output))  # the loss: output.sum()
+        >>> {name: grad.shape for name, grad in grads.items()}  # shaped like x, W_qkv and W_o
+        {'x': (2, 5, 8), 'W_qkv': (8, 16), 'W_o': (8, 8)}
         """
         return module_vjp(self, x, mask, positions=positions)
 
@@ -180,6 +238,16 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         See :func:`mhattn.core.torch_bridge.weights_of` for what is refused. Note torch's mask
         polarity: ``nn.MultiheadAttention``'s boolean ``attn_mask`` is True where a query may
         *not* attend, the opposite of this chapter's masks (pass ``~mask``).
+
+        Examples
+        --------
+        >>> import torch
+        >>> module = torch.nn.MultiheadAttention(8, 2, bias=False, batch_first=True)
+        >>> gqa = GroupedQueryAttention.from_torch(module)
+        >>> gqa
+        GroupedQueryAttention(d_model=8, num_heads=2, d_k=4)
+        >>> bool(np.array_equal(gqa.W_qkv, module.in_proj_weight.detach().numpy().T))  # torch's rows, our columns
+        True
         """
         W_qkv, W_o, num_heads = torch_bridge.weights_of(module)
         mha = cls.__new__(cls)
@@ -194,6 +262,18 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
 
         Its dtype is that of the weights. Refused for grouped queries and RoPE, which
         ``nn.MultiheadAttention`` does not have.
+
+        Examples
+        --------
+        >>> import torch
+        >>> gqa = GroupedQueryAttention(d_model=8, num_heads=2)
+        >>> module = gqa.to_torch()
+        >>> x = np.random.default_rng(0).standard_normal((1, 3, 8))
+        >>> theirs, _ = module(*[torch.from_numpy(x)] * 3)  # query, key and value
+        >>> bool(np.allclose(theirs.detach().numpy(), gqa(x)[0]))  # the same numbers
+        True
+        >>> bool(np.array_equal(GroupedQueryAttention.from_torch(module).W_qkv, gqa.W_qkv))  # and back
+        True
         """
         return torch_bridge.module_from(self, batch_first)
 

@@ -33,6 +33,15 @@ def softmax(x, axis=-1):
         math and memory-efficient backends, but not in every backend: on CUDA with
         float16/bfloat16 and a boolean mask, its default (cuDNN) backend returned a finite,
         nonzero output for such a row on torch 2.11.
+
+    Examples
+    --------
+    >>> weights = softmax(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, -np.inf]]))
+    >>> print(np.round(weights, 3))  # a -inf score gets probability exactly zero
+    [[0.09  0.245 0.665]
+     [0.5   0.5   0.   ]]
+    >>> print(weights.sum(axis=-1))  # every row sums to one
+    [1. 1.]
     """
     x_max = x.max(axis=axis, keepdims=True, initial=-np.inf)  # (..., 1, ...); an empty slice gives -inf
     x_max = np.where(np.isneginf(x_max), 0.0, x_max)  # an all -inf slice: subtract 0, exp gives 0, not NaN
