@@ -26,6 +26,10 @@ https://transformer-circuits.pub/2021/framework/index.html. Olsson et al. (2022)
 import numpy as np
 
 from ..checks import checked, learning
+from ..core.attention import scaled_dot_product_attention
+from ..core.heads import combine_heads
+from ..core.masks import causal_mask
+from ..core.projection import repeat_kv
 from .task import accuracy, induction_batch, layout
 
 # --- attention patterns --------------------------------------------------------------------
@@ -415,11 +419,16 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
 
 @checked(learning.gap_accuracy_args)
 def gap_accuracy(model, gaps=range(2, 9), lengths=range(4, 13), *, num_sequences=1024, seed=12):
-    """Accuracy per gap: lengths uniform in ``lengths`` (shortened where the gap leaves no room), offsets uniform."""
+    """Accuracy per gap: ``{gap: accuracy}`` on fresh sequences, ``num_sequences`` per gap.
+
+    Each sequence's block length is drawn uniformly from ``lengths`` (shortened where the gap
+    leaves no room for it and its repeat), its offset uniformly from those that fit.
+    """
     rng = np.random.default_rng(seed)
     result = {}
     for g in gaps:
-        n = np.minimum(rng.integers(min(lengths), max(lengths) + 1, size=num_sequences), (model.max_len - g) // 2)
+        drawn = np.asarray(lengths)[rng.integers(0, len(lengths), size=num_sequences)]  # (num_sequences,)
+        n = np.minimum(drawn, (model.max_len - g) // 2)
         offset = (rng.random(num_sequences) * (model.max_len - 2 * n - g + 1)).astype(np.int64)
         gap = np.full(num_sequences, g)
         tokens = layout(rng, n, offset, gap, vocab=model.vocab, max_len=model.max_len)
@@ -522,20 +531,25 @@ def forward_without_key_path(model, tokens, heads):
     ndarray of shape ``(batch, seq_len, vocab)``
     """
     seq_len = tokens.shape[-1]
-    mask = np.tri(seq_len, dtype=bool)  # (seq_len, seq_len): causal
+    mask = causal_mask(seq_len)  # (seq_len, seq_len)
     h0 = model.embed[tokens] + model.pos[:seq_len]  # (batch, seq_len, d_model)
     kept = model.ablated_layers([(0, h) for h in heads])[0]
     without = h0 + kept(h0, mask)[0]  # the stream less the listed heads' output
     h1 = h0 + model.layers[0](h0, mask)[0]  # the whole stream
-    out = np.zeros_like(h1)
-    for head in range(model.num_heads):
-        W_q, W_k, W_v, W_o = head_weights(model, 1, head)
-        scores = (h1 @ W_q) @ np.swapaxes(without @ W_k, -1, -2) / np.sqrt(W_q.shape[1])  # (batch, seq, seq)
-        scores = np.where(mask, scores, -np.inf)
-        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        weights /= weights.sum(axis=-1, keepdims=True)
-        out += weights @ (h1 @ W_v) @ W_o
-    return (h1 + out) @ model.unembed
+    layer = model.layers[1]
+    Q, _, V = _project(layer, h1)  # (batch, num_heads, seq_len, d_k): queries and values read everything
+    _, K, _ = _project(layer, without)  # the keys read the stream less the listed heads
+    K, V = repeat_kv(K, V, layer.num_heads // layer.num_kv_heads)  # (batch, num_heads, seq_len, d_k) each
+    out = combine_heads(scaled_dot_product_attention(Q, K, V, mask)[0]) @ layer.weights(h1.dtype)[1]
+    return (h1 + out) @ model.unembed  # (batch, seq_len, vocab)
+
+
+def _project(layer, x):
+    """Queries, keys and values of every head of ``layer`` for the stream ``x``, as its own forward makes them.
+
+    The layer's own projection, rotation (RoPE) included: ``(batch, heads, seq_len, d_k)`` each.
+    """
+    return layer.project(x, layer.weights(x.dtype)[0])
 
 
 # --- losses on the training distribution ---------------------------------------------------------
