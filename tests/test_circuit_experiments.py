@@ -12,7 +12,7 @@
 import numpy as np
 import pytest
 
-from mhattn.learn.circuits import forward_without_key_path, gap_accuracy
+from mhattn.learn.experiments import forward_without_key_path, gap_accuracy
 from mhattn.learn.model import InductionModel
 from mhattn.learn.task import induction_batch
 
