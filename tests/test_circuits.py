@@ -1,4 +1,4 @@
-"""The head measurements of mhattn.learn.circuits, against loops written differently and hand-built heads.
+"""The head measurements, plain, against loops written differently and hand-built heads.
 
 Every score is an average of products of float64 numbers of order 1 over at most a few
 thousand terms, so a correct vectorised version agrees with its loop to ~1e-13; 1e-12 leaves
@@ -11,22 +11,22 @@ import numpy as np
 import pytest
 
 from mhattn import softmax
-from mhattn.learn.circuits import (
+from mhattn.learn.attention_patterns import (
+    prefix_matching_score,
+    previous_token_score,
+    repeated_random_tokens,
+    segments,
+)
+from mhattn.learn.in_context import icl_tokens, in_context_learning_score, token_losses
+from mhattn.learn.model import InductionModel
+from mhattn.learn.weight_circuits import (
     composition_score,
     copying_score,
     head_weights,
-    icl_tokens,
-    in_context_learning_score,
     k_composition_scores,
     ov_circuit,
-    prefix_matching_score,
-    previous_token_score,
     qk_circuit,
-    repeated_random_tokens,
-    segments,
-    token_losses,
 )
-from mhattn.learn.model import InductionModel
 
 TOL = 1e-12
 
@@ -73,15 +73,6 @@ def test_segments_split_every_sequence_into_three_parts():
             assert names == ["first copy" if t < length else "second copy" if t < 2 * length else "rest"]
 
 
-def test_previous_token_score_rejects_bad_input():
-    with pytest.raises(ValueError, match="weights must be 4-D with shape"):
-        previous_token_score(np.zeros((2, 3, 3)))
-    with pytest.raises(ValueError, match="queries must have shape"):
-        previous_token_score(np.zeros((1, 1, 4, 4)), np.ones((1, 3), dtype=bool))
-    with pytest.raises(ValueError, match="at least one query"):
-        previous_token_score(np.zeros((1, 1, 4, 4)), np.array([[True, False, False, False]]))
-
-
 # --- prefix matching ---------------------------------------------------------------------------
 
 
@@ -125,16 +116,6 @@ def test_repeated_random_tokens_repeat_a_first_half_without_repeats():
     assert tokens.shape == (50, 32)
     assert np.array_equal(tokens[:, :16], tokens[:, 16:])
     assert all(len(set(row[:16].tolist())) == 16 for row in tokens)
-    with pytest.raises(ValueError, match="half_len must be in"):
-        repeated_random_tokens(np.random.default_rng(0), 1, 33, 32)
-
-
-def test_prefix_matching_rejects_tokens_that_do_not_fit_or_never_repeat():
-    weights = np.ones((1, 1, 4, 4)) / 4
-    with pytest.raises(ValueError, match="tokens must have shape"):
-        prefix_matching_score(weights, np.zeros((1, 5), dtype=int))
-    with pytest.raises(ValueError, match="repeat at least one token"):
-        prefix_matching_score(weights, np.arange(4)[None])
 
 
 # --- the OV and QK circuits ---------------------------------------------------------------------
@@ -179,10 +160,7 @@ def test_copying_score_of_hand_built_circuits():
     rotation = np.array([[0.0, -1.0], [1.0, 0.0]])  # eigenvalues +i and -i: no copying, no anti-copying
     assert copying_score(rotation) == pytest.approx(0.0, abs=1e-15)
     assert copying_score(np.diag([2.0, -1.0, 0.0])) == pytest.approx(1 / 3)
-    with pytest.raises(ValueError, match="square"):
-        copying_score(np.ones((2, 3)))
-    with pytest.raises(ValueError, match="writes nothing"):
-        copying_score(np.zeros((3, 3)))
+    assert np.isnan(copying_score(np.zeros((3, 3))))  # a head that writes nothing copies nothing
 
 
 def test_copying_score_equals_the_eigenvalues_of_the_small_cyclic_product(one_layer):

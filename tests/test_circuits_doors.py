@@ -1,16 +1,67 @@
-"""The measures of mhattn.learn.circuits and the experiment of several_heads refuse what they cannot measure.
+"""The measures of the circuits and the experiment of several_heads refuse what they cannot measure.
 
-Every refusal names the argument; every number that is returned is compared with its
-definition, computed here with NumPy from the model's weights.
+The circuits' measures are plain functions in their modules (:mod:`mhattn.learn.attention_patterns`,
+``weight_circuits``, ``in_context``, ``experiments``); the package shows each behind a door,
+``door(plain, check)``, built here the same way (``DOORS``). Every refusal names the argument;
+every number that is returned is compared with its definition, computed here with NumPy from the
+model's weights.
 """
+
+import inspect
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from helpers import raises
 
-from mhattn.learn import circuits, several_heads
+from mhattn.checks import circuits_experiments, circuits_in_context, circuits_patterns, circuits_weights
+from mhattn.checks.door import door
+from mhattn.learn import attention_patterns, experiments, in_context, several_heads, weight_circuits
 from mhattn.learn.losses import cross_entropy
 from mhattn.learn.model import InductionModel
+
+#: every measure as the package shows it: ``name = door(module.name, check)``, as in ``mhattn/learn/__init__.py``
+DOORS = {
+    "previous_token_score": door(attention_patterns.previous_token_score, circuits_patterns.previous_token_args),
+    "segments": door(attention_patterns.segments, circuits_patterns.segments_args),
+    "prefix_matching_score": door(attention_patterns.prefix_matching_score, circuits_patterns.prefix_matching_args),
+    "repeated_random_tokens": door(attention_patterns.repeated_random_tokens, circuits_patterns.repeated_tokens_args),
+    "offset_repeats": door(attention_patterns.offset_repeats, circuits_patterns.offset_repeats_args),
+    "previous_token_profile": door(attention_patterns.previous_token_profile,
+                                   circuits_patterns.previous_token_profile_args, results_finite=False),
+    "prefix_matching_by_offset": door(attention_patterns.prefix_matching_by_offset,
+                                      circuits_patterns.prefix_matching_by_offset_args),
+    "head_weights": door(weight_circuits.head_weights, circuits_weights.head_args),
+    "ov_circuit": door(weight_circuits.ov_circuit, circuits_weights.head_args),
+    "qk_circuit": door(weight_circuits.qk_circuit, circuits_weights.qk_args),
+    "copying_score": door(weight_circuits.copying_score, circuits_weights.copying_args),
+    "composition_score": door(weight_circuits.composition_score, circuits_weights.composition_args),
+    "composition_scores": door(weight_circuits.composition_scores, circuits_weights.composition_scores_args),
+    "k_composition_scores": door(weight_circuits.k_composition_scores, circuits_weights.k_composition_args),
+    "composition_baseline": door(weight_circuits.composition_baseline, circuits_weights.composition_baseline_args),
+    "token_losses": door(in_context.token_losses, circuits_in_context.token_loss_args),
+    "in_context_learning_score": door(in_context.in_context_learning_score, circuits_in_context.icl_args),
+    "icl_tokens": door(in_context.icl_tokens, circuits_in_context.icl_tokens_args),
+    "mid_context_token": door(in_context.mid_context_token, circuits_in_context.icl_tokens_args),
+    "induction_loss": door(in_context.induction_loss, circuits_in_context.induction_loss_args),
+    "loss_report": door(in_context.loss_report, circuits_in_context.loss_report_args),
+    "forward_without_key_path": door(experiments.forward_without_key_path, circuits_experiments.key_path_args),
+    "offset_accuracy": door(experiments.offset_accuracy, circuits_experiments.offset_accuracy_args,
+                            results_finite=False),
+    "gap_accuracy": door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args),
+    "measure": door(experiments.measure, circuits_experiments.measure_args),
+    "claims": door(experiments.claims, circuits_experiments.claims_args),
+}
+learn = SimpleNamespace(**DOORS)
+MODULES = (attention_patterns, weight_circuits, in_context, experiments)
+
+
+def test_every_public_function_of_the_measures_has_a_door():
+    public = {name for module in MODULES for name, obj in vars(module).items()
+              if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")}
+    assert public == set(DOORS)
+    for name, checked in DOORS.items():  # the plain function is the one its module holds
+        assert checked.__wrapped__ is next(vars(m)[name] for m in MODULES if name in vars(m))
 
 
 @pytest.fixture(scope="module")
@@ -33,13 +84,13 @@ def _copying(ov):
 @pytest.mark.parametrize(("layer", "head", "name"), [(0, -1, "head"), (0, 4, "head"), (0, -2, "head"),
                                                       (0, 1.5, "head"), (2, 0, "layer"), (True, 0, "layer")])
 def test_ov_and_qk_circuits_refuse_a_head_or_layer_out_of_range(model, layer, head, name):
-    for circuit in (circuits.ov_circuit, circuits.qk_circuit):
+    for circuit in (learn.ov_circuit, learn.qk_circuit):
         with pytest.raises((TypeError, ValueError), match=name):
             circuit(model, layer, head)
 
 
 def test_ov_circuit_is_its_definition(model):
-    np.testing.assert_allclose(circuits.ov_circuit(model, 1, 3), _ov(model, 1, 3), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(learn.ov_circuit(model, 1, 3), _ov(model, 1, 3), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize(("early", "late", "name"), [(0, 3, "early"), (1, 0, "late"), (1, -1, "late"),
@@ -48,37 +99,59 @@ def test_icl_score_refuses_tokens_outside_one_to_seq_len(model, early, late, nam
     tokens = np.arange(9)[None] % 12
     logits = model(tokens)[0]
     with pytest.raises((TypeError, ValueError), match=name):
-        circuits.in_context_learning_score(logits, tokens, early, late)
+        learn.in_context_learning_score(logits, tokens, early, late)
 
 
 def test_icl_tokens_are_two_different_tokens_or_refused():
     with pytest.raises(ValueError, match="max_len"):
-        circuits.icl_tokens(1)
+        learn.icl_tokens(1)
     for max_len in range(3, 600):
-        early, late = circuits.icl_tokens(max_len)
+        early, late = learn.icl_tokens(max_len)
         assert 1 <= early < late < max_len
-    assert circuits.icl_tokens(512) == (50, 500)  # Olsson et al.'s tokens
+    assert learn.icl_tokens(512) == (50, 500)  # Olsson et al.'s tokens
 
 
 def test_a_dead_head_has_no_composition_score(model):
     dead = np.zeros((16, 16))
     with pytest.raises(ValueError, match="left"):
-        circuits.composition_score(dead, np.eye(16))
+        learn.composition_score(dead, np.eye(16))
     silent = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
     silent.layers[0].W_o[:4] = 0.0  # head 0 of layer 0 writes nothing
-    with pytest.raises(ValueError, match="head 0 of layer 0"):
-        circuits.k_composition_scores(silent)
+    with raises(ValueError, "head 0 of layer 0 is dead (its OV matrix is zero)"):
+        learn.k_composition_scores(silent)
+    for kind in "QKV":
+        with raises(ValueError, "head 0 of layer 0 is dead (its OV matrix is zero)"):
+            learn.composition_scores(silent, kind)
+    deaf = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
+    deaf.layers[1].W_qkv[:, 20:24] = 0.0  # head 1 of layer 1 has no keys: its QK matrix is zero
+    for kind, name in (("K", "QK"), ("Q", "QK")):
+        with raises(ValueError, f"head 1 of layer 1 is dead (its {name} matrix is zero)"):
+            learn.composition_scores(deaf, kind)
+    assert np.isfinite(learn.composition_scores(deaf, "V")).all()  # its values still read the stream
+
+
+def test_a_dead_heads_scores_are_nan_behind_the_door():
+    """What measure() reports for a head that writes nothing: no copying, no composition, and the rest as defined."""
+    silent = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
+    silent.layers[0].W_o[:4] = 0.0  # head 0 of layer 0 writes nothing
+    table = weight_circuits.k_composition_scores(silent)
+    assert np.isnan(table[0]).all() and np.isfinite(table[1:]).all()
+    assert np.isnan(weight_circuits.copying_score(weight_circuits.ov_circuit(silent, 0, 0)))
+    nilpotent = np.diag([1.0, 1.0], k=1)  # (3, 3), nonzero, every eigenvalue 0
+    assert np.isnan(weight_circuits.copying_score(nilpotent))
+    with raises(ValueError, "ov has only zero eigenvalues"):
+        learn.copying_score(nilpotent)
 
 
 def test_k_composition_of_a_one_layer_model_names_layer1():
     with pytest.raises(ValueError, match="layer1"):
-        circuits.k_composition_scores(InductionModel(1, vocab=12, max_len=9, d_model=16, num_heads=4))
+        learn.k_composition_scores(InductionModel(1, vocab=12, max_len=9, d_model=16, num_heads=4))
 
 
 @pytest.mark.parametrize("call", [
-    lambda m: circuits.previous_token_score(np.full((1, 2, 3, 3), np.nan)),
-    lambda m: circuits.in_context_learning_score(np.full((1, 4, 5), np.nan), np.zeros((1, 4), int), 1, 2),
-    lambda m: circuits.ov_circuit(m, 0, 0),
+    lambda m: learn.previous_token_score(np.full((1, 2, 3, 3), np.nan)),
+    lambda m: learn.in_context_learning_score(np.full((1, 4, 5), np.nan), np.zeros((1, 4), int), 1, 2),
+    lambda m: learn.ov_circuit(m, 0, 0),
 ])
 def test_nan_is_refused_not_passed_through(call):
     broken = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4)
@@ -87,18 +160,49 @@ def test_nan_is_refused_not_passed_through(call):
         call(broken)
 
 
+def test_previous_token_score_rejects_bad_input():
+    with raises(ValueError, "weights must be 4-D with shape"):
+        learn.previous_token_score(np.zeros((2, 3, 3)))
+    with raises(ValueError, "queries must have shape"):
+        learn.previous_token_score(np.zeros((1, 1, 4, 4)), np.ones((1, 3), dtype=bool))
+    with raises(ValueError, "at least one query"):
+        learn.previous_token_score(np.zeros((1, 1, 4, 4)), np.array([[True, False, False, False]]))
+
+
+def test_prefix_matching_rejects_tokens_that_do_not_fit_or_never_repeat():
+    weights = np.ones((1, 1, 4, 4)) / 4
+    with raises(ValueError, "tokens must have shape"):
+        learn.prefix_matching_score(weights, np.zeros((1, 5), dtype=int))
+    with raises(ValueError, "repeat at least one token"):
+        learn.prefix_matching_score(weights, np.arange(4)[None])
+    repeats_once = np.array([[0, 1, 2, 3], [3, 1, 2, 1]])  # only the second sequence repeats, at its end
+    assert learn.prefix_matching_score(np.ones((2, 1, 4, 4)) / 4, repeats_once) == pytest.approx(0.25)
+
+
+def test_repeated_random_tokens_need_a_half_of_distinct_tokens():
+    with raises(ValueError, "half_len must be in [1, vocab = 32]"):
+        learn.repeated_random_tokens(np.random.default_rng(0), 1, 33, 32)
+
+
+def test_copying_score_needs_a_square_matrix_that_writes_something():
+    with raises(ValueError, "square"):
+        learn.copying_score(np.ones((2, 3)))
+    with raises(ValueError, "writes nothing"):
+        learn.copying_score(np.zeros((3, 3)))
+
+
 def test_segments_of_one_int_is_one_sequence():
-    parts = circuits.segments(4, 8)
+    parts = learn.segments(4, 8)
     t = np.arange(8)
     np.testing.assert_array_equal(parts["second copy"], ((t >= 4) & (t < 8))[None])
     with pytest.raises(TypeError, match="n"):
-        circuits.segments(np.array([1.5]), 8)
+        learn.segments(np.array([1.5]), 8)
 
 
 def test_measure_works_for_an_odd_max_len_and_a_dead_head():
     model = InductionModel(2, vocab=12, max_len=9, d_model=16, num_heads=4, seed=3)
     model.layers[1].W_o[4:8] = 0.0  # head 1 of layer 1 writes nothing
-    result = circuits.measure(model, num_sequences=8)
+    result = learn.measure(model, num_sequences=8)
     expected = [_copying(_ov(model, 1, h)) for h in (0, 2, 3)]
     assert np.isnan(result["copying"][1][1])
     np.testing.assert_allclose(np.delete(result["copying"][1], 1), expected, rtol=1e-10)
@@ -155,19 +259,19 @@ def few_letters():
 
 
 @pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda m: circuits.offset_accuracy(m, [4.5]), TypeError, "lengths must be an int; got 4.5"),  # was rounded to 4
-    (lambda m: circuits.offset_accuracy(m, [True]), TypeError, "lengths must be an int; got True"),
-    (lambda m: circuits.offset_accuracy(m, [5]), ValueError, "lengths must not exceed the model's vocab = 4"),
-    (lambda m: circuits.offset_accuracy(m, [4], gap=9), ValueError, "2 * min(lengths) + gap <= max_len = 16"),
-    (lambda m: circuits.gap_accuracy(m, [0], [6]), ValueError, "lengths must not exceed the model's vocab = 4"),
-    (lambda m: circuits.gap_accuracy(m, [15], [2]), ValueError, "gaps must be in [0, max_len - 2 = 14]"),
-    (lambda m: circuits.prefix_matching_by_offset(m, half_len=4), ValueError, "half_len must be at least"),
-    (lambda m: circuits.previous_token_profile(m, layer=2), ValueError, "layer must be an int in [0, 1]; got 2"),
-    (lambda m: circuits.loss_report(m), ValueError, "max_len // 2 <= vocab"),
-    (lambda m: circuits.composition_scores(m, "k"), ValueError, "kind must be 'Q', 'K' or 'V'; got 'k'"),
-    (lambda m: circuits.composition_scores(m, "K", 1, 1), ValueError, "layer0 must come before layer1"),
-    (lambda m: circuits.forward_without_key_path(m, np.zeros(4, int), [0]), ValueError, "tokens must be a batch"),
-    (lambda m: circuits.forward_without_key_path(m, np.zeros((1, 4), int), [2]), ValueError, "heads must be"),
+    (lambda m: learn.offset_accuracy(m, [4.5]), TypeError, "lengths must be an int; got 4.5"),  # was rounded to 4
+    (lambda m: learn.offset_accuracy(m, [True]), TypeError, "lengths must be an int; got True"),
+    (lambda m: learn.offset_accuracy(m, [5]), ValueError, "lengths must not exceed the model's vocab = 4"),
+    (lambda m: learn.offset_accuracy(m, [4], gap=9), ValueError, "2 * min(lengths) + gap <= max_len = 16"),
+    (lambda m: learn.gap_accuracy(m, [0], [6]), ValueError, "lengths must not exceed the model's vocab = 4"),
+    (lambda m: learn.gap_accuracy(m, [15], [2]), ValueError, "gaps must be in [0, max_len - 2 = 14]"),
+    (lambda m: learn.prefix_matching_by_offset(m, half_len=4), ValueError, "half_len must be at least"),
+    (lambda m: learn.previous_token_profile(m, layer=2), ValueError, "layer must be an int in [0, 1]; got 2"),
+    (lambda m: learn.loss_report(m), ValueError, "max_len // 2 <= vocab"),
+    (lambda m: learn.composition_scores(m, "k"), ValueError, "kind must be 'Q', 'K' or 'V'; got 'k'"),
+    (lambda m: learn.composition_scores(m, "K", 1, 1), ValueError, "layer0 must come before layer1"),
+    (lambda m: learn.forward_without_key_path(m, np.zeros(4, int), [0]), ValueError, "tokens must be a batch"),
+    (lambda m: learn.forward_without_key_path(m, np.zeros((1, 4), int), [2]), ValueError, "heads must be"),
 ])
 def test_the_measures_of_where_the_repeat_sits_name_the_argument(few_letters, call, error, message):
     with raises(error, message):
@@ -176,16 +280,16 @@ def test_the_measures_of_where_the_repeat_sits_name_the_argument(few_letters, ca
 
 def test_offset_repeats_names_its_arguments_before_drawing():
     with raises(ValueError, "offset + half_len must be <= vocab = 6"):
-        circuits.offset_repeats(np.random.default_rng(0), 2, 4, 3, 6)
+        learn.offset_repeats(np.random.default_rng(0), 2, 4, 3, 6)
     with raises(TypeError, "offset must be an int >= 0; got 1.5"):
-        circuits.offset_repeats(np.random.default_rng(0), 2, 1.5, 3, 6)
+        learn.offset_repeats(np.random.default_rng(0), 2, 1.5, 3, 6)
 
 
 @pytest.mark.parametrize("seq_len", [3, 5, 2])
 def test_induction_loss_needs_two_halves(seq_len):
     """Tokens h + 1 .. 2h - 1 repeat: an odd length, or halves of one token, have no such tokens to score."""
     with raises(ValueError, "tokens must be two halves of h >= 2 tokens each"):
-        circuits.induction_loss(np.zeros((1, seq_len, 4)), np.zeros((1, seq_len), int))
+        learn.induction_loss(np.zeros((1, seq_len, 4)), np.zeros((1, seq_len), int))
 
 
 def test_induction_loss_is_the_mean_loss_of_the_predictable_half():
@@ -193,15 +297,15 @@ def test_induction_loss_is_the_mean_loss_of_the_predictable_half():
     tokens = np.random.default_rng(6).integers(0, 6, (3, 8))
     log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))  # (batch, position, vocab)
     expected = np.mean([-log_p[b, t - 1, tokens[b, t]] for b in range(3) for t in range(5, 8)])  # tokens h+1 .. 2h-1
-    assert circuits.induction_loss(logits, tokens) == pytest.approx(expected, rel=1e-12)
+    assert learn.induction_loss(logits, tokens) == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize(("max_len", "expected"), [(3, 1), (32, 16), (33, 16)])
 def test_mid_context_token_is_half_the_context(max_len, expected):
-    assert circuits.mid_context_token(max_len) == expected
+    assert learn.mid_context_token(max_len) == expected
 
 
 @pytest.mark.parametrize("max_len", [0, 2, True, 3.0])
 def test_mid_context_token_needs_a_context_of_three(max_len):
     with pytest.raises((TypeError, ValueError), match="max_len must be"):
-        circuits.mid_context_token(max_len)
+        learn.mid_context_token(max_len)
