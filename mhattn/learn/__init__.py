@@ -1,12 +1,81 @@
 """The learning code: models that train with the teaching path's own backward pass.
 
 - :mod:`.losses` (cross-entropy) and :mod:`.optim` (Adam);
-- :mod:`.several_heads` -- notebook 07's experiment: what two heads learn that one cannot;
+- :mod:`.several_heads` -- what two heads learn that one cannot;
 - :mod:`.task` -- the induction task: sequences with a repeated block, and where to score them;
-- :mod:`.model` -- notebook 09's attention-only transformer and its checkpoints;
+- :mod:`.model` -- the attention-only transformer of the induction notebook and its checkpoints;
 - :mod:`.train` and :mod:`.cli` -- its training loop and ``python -m mhattn.train``;
-- :mod:`.circuits` -- what its heads do, measured as the interpretability literature does.
+- what its heads do, measured as the interpretability literature does (Elhage et al. 2021,
+  Olsson et al. 2022): :mod:`.attention_patterns` (previous-token and prefix-matching scores),
+  :mod:`.weight_circuits` (QK and OV circuits, copying and composition scores),
+  :mod:`.in_context` (per-token losses, the in-context learning score) and
+  :mod:`.experiments` (ablations, the key path, accuracy over offsets and gaps).
 
-It uses the teaching path (:mod:`mhattn.core`), the engine and the checks; nothing in the
-teaching path or the engine imports it.
+The names below are this package's surface: each function is shown behind its door (its
+arguments checked, then the plain function of the same name in its module runs). The
+package's own code imports the plain functions from the modules. It uses the teaching path
+(:mod:`mhattn.core`), the engine and the checks; nothing in the teaching path or the engine
+imports it.
 """
+
+from ..checks import circuits_experiments, circuits_in_context, circuits_patterns, circuits_weights
+from ..checks.door import door
+from . import attention_patterns, experiments, in_context, weight_circuits
+
+previous_token_score = door(attention_patterns.previous_token_score, circuits_patterns.previous_token_args)
+segments = door(attention_patterns.segments, circuits_patterns.segments_args)
+prefix_matching_score = door(attention_patterns.prefix_matching_score, circuits_patterns.prefix_matching_args)
+repeated_random_tokens = door(attention_patterns.repeated_random_tokens, circuits_patterns.repeated_tokens_args)
+offset_repeats = door(attention_patterns.offset_repeats, circuits_patterns.offset_repeats_args)
+previous_token_profile = door(attention_patterns.previous_token_profile, circuits_patterns.previous_token_profile_args,
+                              results_finite=False)
+prefix_matching_by_offset = door(attention_patterns.prefix_matching_by_offset,
+                                 circuits_patterns.prefix_matching_by_offset_args)
+head_weights = door(weight_circuits.head_weights, circuits_weights.head_args)
+ov_circuit = door(weight_circuits.ov_circuit, circuits_weights.head_args)
+qk_circuit = door(weight_circuits.qk_circuit, circuits_weights.qk_args)
+copying_score = door(weight_circuits.copying_score, circuits_weights.copying_args)
+composition_score = door(weight_circuits.composition_score, circuits_weights.composition_args)
+composition_scores = door(weight_circuits.composition_scores, circuits_weights.composition_scores_args)
+k_composition_scores = door(weight_circuits.k_composition_scores, circuits_weights.k_composition_args)
+composition_baseline = door(weight_circuits.composition_baseline, circuits_weights.composition_baseline_args)
+token_losses = door(in_context.token_losses, circuits_in_context.token_loss_args)
+in_context_learning_score = door(in_context.in_context_learning_score, circuits_in_context.icl_args)
+icl_tokens = door(in_context.icl_tokens, circuits_in_context.icl_tokens_args)
+mid_context_token = door(in_context.mid_context_token, circuits_in_context.icl_tokens_args)
+induction_loss = door(in_context.induction_loss, circuits_in_context.induction_loss_args)
+loss_report = door(in_context.loss_report, circuits_in_context.loss_report_args)
+forward_without_key_path = door(experiments.forward_without_key_path, circuits_experiments.key_path_args)
+offset_accuracy = door(experiments.offset_accuracy, circuits_experiments.offset_accuracy_args, results_finite=False)
+gap_accuracy = door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args)
+measure = door(experiments.measure, circuits_experiments.measure_args)
+claims = door(experiments.claims, circuits_experiments.claims_args)
+
+__all__ = [
+    "claims",
+    "composition_baseline",
+    "composition_score",
+    "composition_scores",
+    "copying_score",
+    "forward_without_key_path",
+    "gap_accuracy",
+    "head_weights",
+    "icl_tokens",
+    "in_context_learning_score",
+    "induction_loss",
+    "k_composition_scores",
+    "loss_report",
+    "measure",
+    "mid_context_token",
+    "offset_accuracy",
+    "offset_repeats",
+    "ov_circuit",
+    "prefix_matching_by_offset",
+    "prefix_matching_score",
+    "previous_token_profile",
+    "previous_token_score",
+    "qk_circuit",
+    "repeated_random_tokens",
+    "segments",
+    "token_losses",
+]
