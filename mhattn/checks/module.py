@@ -89,7 +89,8 @@ def module_weights(self, dtype):
     width = self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
     largest = 0.0
     limit = float(np.finfo(dtype).max)
-    for name, value, shape in (("W_qkv", self.W_qkv, (self.d_model, width)), ("W_o", self.W_o, (self.d_model, self.d_model))):
+    shapes = {"W_qkv": (self.d_model, width), "W_o": (self.d_model, self.d_model)}
+    for name, value, shape in (("W_qkv", self.W_qkv, shapes["W_qkv"]), ("W_o", self.W_o, shapes["W_o"])):
         fast = type(value) is np.ndarray and value.dtype.kind == "f" and value.shape == shape and value.size
         entry = max(float(value.max()), -float(value.min())) if fast else math.nan
         if not entry <= limit:  # NaN, inf, beyond dtype, or not a plain float array: the exact message

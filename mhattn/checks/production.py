@@ -5,11 +5,10 @@ import inspect
 
 import numpy as np
 
+from .grad import backward_behind_a_door
 from .module import head_counts, module_mask, module_weights, rope_attributes, scores_bounded, tokens
 from .optional import require
 from .positions import module_positions, rope_settings
-from .door import door
-from .grad import backward_behind_a_door
 from .values import compute_dtype, finite, flag, index, integer, real_array
 from .values import seed as seed_value
 
@@ -42,7 +41,9 @@ def full_forward_args(self, x, mask, need_weights, context, kv_cache, positions)
             )
         context = tokens("context", context, self.d_model)
         if context.shape[0] != x.shape[0]:
-            raise ValueError(f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}")
+            raise ValueError(
+                f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}"
+            )
     if kv_cache is not None:
         if mask is not None:
             raise ValueError(
@@ -76,7 +77,9 @@ def project_args(self, x, context, start, positions):
             raise ValueError("context cannot be used with rope: queries and keys would come from two sequences")
         context = tokens("context", context, self.d_model)
         if context.shape[0] != x.shape[0]:
-            raise ValueError(f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}")
+            raise ValueError(
+                f"context must have the batch size of x, {x.shape[0]}; got context of shape {context.shape}"
+            )
     start = integer("start", start, "an int >= 0")
     if start < 0:
         raise ValueError(f"start must be an int >= 0 (the position of x's first token); got {start}")

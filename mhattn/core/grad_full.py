@@ -100,8 +100,9 @@ def layer_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=None,
               rope_pairing="half"):
     r"""Multi-head attention's forward, and a ``backward`` that returns every gradient.
 
-    The forward is :meth:`mhattn.GroupedQueryAttention.forward`'s (without a cache or a context), step for step. The backward
-    walks the same steps in reverse, each through its vjp above:
+    The forward is :meth:`mhattn.GroupedQueryAttention.forward`'s (without a cache or a
+    context), step for step. The backward walks the same steps in reverse, each through its
+    vjp above:
 
     ======================================  ==========================================
     forward                                 backward
@@ -120,10 +121,11 @@ def layer_vjp(x, W_qkv, W_o, num_heads, num_kv_heads, mask=None, rope_base=None,
     x : ndarray of shape ``(batch, seq_len, d_model)``
     W_qkv : ndarray of shape ``(d_model, d_model + 2 * num_kv_heads * d_k)``
     W_o : ndarray of shape ``(d_model, d_model)``
-        In the dtype of ``x``; used as given, without checks (:meth:`mhattn.MultiHeadAttention.vjp`
-        checks them). The backward reads private copies of ``x``, ``W_qkv``, ``W_o`` and of the
-        attention weights, so changing any of them in place between forward and backward (an
-        optimizer step, a residual ``h += output``, ``weights *= 0.5``) changes no gradient.
+        In the dtype of ``x``; used as given, without checks
+        (:meth:`mhattn.GroupedQueryAttention.vjp` checks them). The backward reads private
+        copies of ``x``, ``W_qkv``, ``W_o`` and of the attention weights, so changing any of
+        them in place between forward and backward (an optimizer step, a residual
+        ``h += output``, ``weights *= 0.5``) changes no gradient.
     num_heads, num_kv_heads : int
     mask : ndarray of bool, optional
         True where a query may attend to a key, as for the forward.

@@ -3,7 +3,6 @@
 import numpy as np
 
 
-
 def causal_mask(seq_len):
     """Let each position attend only to itself and the positions before it.
 

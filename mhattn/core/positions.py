@@ -21,7 +21,6 @@ Notebook 08 shows each of them at work.
 import numpy as np
 
 
-
 def rope_angles(positions, d_k, base=10000.0):
     r"""The angle of every position and frequency: ``angles[p, i] = positions[p] * base ** (-2 i / d_k)``.
 

@@ -23,8 +23,8 @@ from ..checks.production import (
 from . import torch_bridge
 from .attention import scaled_dot_product_attention
 from .grad_full import module_vjp
-from .heads import combine_heads, split_heads
-from .projection import project_qkv, qkv_columns, repeat_kv
+from .heads import combine_heads
+from .projection import head_weights, project_qkv, qkv_columns, repeat_kv
 from .rotary import RotaryMultiHeadAttention
 
 
@@ -155,11 +155,7 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         >>> bool(np.array_equal(W_K, gqa.head_weights(2)[1]))  # query heads 2 and 3 share a key/value head
         True
         """
-        W_q, W_k, W_v = np.split(self.W_qkv, self.qkv_columns(), axis=-1)
-        kv_head = head // (self.num_heads // self.num_kv_heads)
-        per_head = lambda W, count: split_heads(W[None], count)[0]  # noqa: E731  (d_model, width) -> (count, d_model, d_k)
-        return (per_head(W_q, self.num_heads)[head], per_head(W_k, self.num_kv_heads)[kv_head],
-                per_head(W_v, self.num_kv_heads)[kv_head], per_head(self.W_o.T, self.num_heads)[head].T)
+        return head_weights(self, head)
 
     def qkv_columns(self):
         """Where the key and the value columns start in ``W_qkv``: ``[d_model, d_model + num_kv_heads * d_k]``.
@@ -251,7 +247,8 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         """
         W_qkv, W_o, num_heads = torch_bridge.weights_of(module)
         mha = cls.__new__(cls)
-        mha.d_model, mha.num_heads, mha.num_kv_heads, mha.d_k = W_o.shape[0], num_heads, num_heads, W_o.shape[0] // num_heads
+        mha.d_model, mha.num_heads, mha.num_kv_heads = W_o.shape[0], num_heads, num_heads
+        mha.d_k = mha.d_model // num_heads
         mha.rope, mha.rope_pairing, mha.rope_base = False, None, 10000.0
         mha.W_qkv, mha.W_o = W_qkv, W_o
         return mha

@@ -4,7 +4,7 @@ The one place that knows ``W_qkv``'s column layout: queries first (``d_model`` c
 head ``h`` owning columns ``h * d_k`` to ``(h + 1) * d_k - 1``), then the keys and the values
 of the ``num_kv_heads`` key/value heads. The module's forward, its backward pass
 (:mod:`mhattn.core.grad`), its overflow check and the per-head weights
-(:meth:`mhattn.MultiHeadAttention.head_weights`) all read the layout from here.
+(:func:`head_weights`) all read the layout from here.
 """
 
 import numpy as np
@@ -40,6 +40,21 @@ def project_qkv(x, W_qkv, num_heads, num_kv_heads, *, context=None, positions=No
         rotate = apply_rope_interleaved if rope_pairing == "interleaved" else apply_rope  # (2i, 2i+1) or (i, i+d_k/2)
         Q, K = rotate(Q, positions, rope_base), rotate(K, positions, rope_base)
     return Q, K, V
+
+
+def head_weights(mha, head):
+    """``(W_Q, W_K, W_V, W_O)`` of query head ``head`` of ``mha``: ``(d_model, d_k)`` x 3 and ``(d_k, d_model)``.
+
+    TransformerLens's per-head shapes, read through :func:`qkv_columns` for any of the
+    chapter's attention modules; under grouped queries, ``W_K`` and ``W_V`` are those of the
+    key/value head that ``head`` reads.
+    """
+    num_kv_heads = getattr(mha, "num_kv_heads", mha.num_heads)
+    W_q, W_k, W_v = np.split(mha.W_qkv, qkv_columns(mha.d_model, mha.num_heads, num_kv_heads), axis=-1)
+    kv_head = head // (mha.num_heads // num_kv_heads)  # the key/value head this query head reads
+    per_head = lambda W, count: split_heads(W[None], count)[0]  # noqa: E731  (d_model, width) -> (count, d_model, d_k)
+    return (per_head(W_q, mha.num_heads)[head], per_head(W_k, num_kv_heads)[kv_head],
+            per_head(W_v, num_kv_heads)[kv_head], per_head(mha.W_o.T, mha.num_heads)[head].T)
 
 
 def repeat_kv(K, V, group):

@@ -22,7 +22,7 @@ import numpy as np
 from ..core.attention import scaled_dot_product_attention
 from ..core.heads import combine_heads
 from ..core.masks import causal_mask
-from ..core.projection import repeat_kv
+from ..core.projection import project_qkv, repeat_kv
 from .attention_patterns import prefix_matching_score, previous_token_score, repeated_random_tokens, segments
 from .in_context import icl_tokens, in_context_learning_score
 from .task import accuracy, induction_batch, layout
@@ -59,8 +59,8 @@ def forward_without_key_path(model, tokens, heads):
     layer = model.layers[1]
     Q, _, V = _project(layer, h1)  # (batch, num_heads, seq_len, d_k): queries and values read everything
     _, K, _ = _project(layer, without)  # the keys read the stream less the listed heads
-    K, V = repeat_kv(K, V, layer.num_heads // layer.num_kv_heads)  # (batch, num_heads, seq_len, d_k) each
-    out = combine_heads(scaled_dot_product_attention(Q, K, V, mask)[0]) @ layer.weights(h1.dtype)[1]
+    K, V = repeat_kv(K, V, layer.num_heads // K.shape[1])  # (batch, num_heads, seq_len, d_k) each
+    out = combine_heads(scaled_dot_product_attention(Q, K, V, mask)[0]) @ layer.W_o.astype(h1.dtype, copy=False)
     return (h1 + out) @ model.unembed  # (batch, seq_len, vocab)
 
 
@@ -69,7 +69,12 @@ def _project(layer, x):
 
     The layer's own projection, rotation (RoPE) included: ``(batch, heads, seq_len, d_k)`` each.
     """
-    return layer.project(x, layer.weights(x.dtype)[0])
+    rope = getattr(layer, "rope", False)  # RotaryMultiHeadAttention, or GroupedQueryAttention(rope=...)
+    positions = np.arange(x.shape[1]) if rope else None  # (seq_len,): as the layer's forward numbers the tokens
+    num_kv_heads = getattr(layer, "num_kv_heads", layer.num_heads)
+    return project_qkv(x, layer.W_qkv.astype(x.dtype, copy=False), layer.num_heads, num_kv_heads, positions=positions,
+                       rope_base=getattr(layer, "rope_base", 10000.0),
+                       rope_pairing=getattr(layer, "rope_pairing", None) or "half")
 
 
 def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0):

@@ -22,15 +22,17 @@ Learning and Induction Heads*, arXiv:2209.11895.
 
 import numpy as np
 
+from ..core.projection import head_weights as layer_head_weights
+
 
 def head_weights(model, layer, head):
     """One head's slices: ``W_Q, W_K, W_V`` of shape ``(d_model, d_k)`` and ``W_O`` of shape ``(d_k, d_model)``.
 
-    Read through :meth:`mhattn.MultiHeadAttention.head_weights`, the one accessor of the
+    Read through :func:`mhattn.core.projection.head_weights`, the one accessor of the
     ``W_qkv`` layout. ``layer`` and ``head`` are indices from 0 (no negative index counts
     from the end).
     """
-    return model.layers[layer].head_weights(head)
+    return layer_head_weights(model.layers[layer], head)
 
 
 def ov_circuit(model, layer, head):
