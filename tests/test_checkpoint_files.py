@@ -16,6 +16,7 @@ import pytest
 
 from mhattn import MultiHeadAttention, checks
 from mhattn.checks import door
+from mhattn.learn import cli
 from mhattn.learn import model as model_module
 from mhattn.learn.model import InductionModel
 
@@ -164,9 +165,18 @@ def test_a_link_another_user_planted_is_not_followed(tmp_path, where):
 
 
 @needs_root
-def test_the_trainers_out_does_not_follow_another_users_link(tmp_path, capsys):
-    from mhattn.learn import cli
+def test_load_does_not_follow_another_users_link(tmp_path):
+    path = _model().save(tmp_path / "real.npz")
+    link = tmp_path / "m.npz"
+    link.symlink_to(path)
+    InductionModel.load(link)  # your own link is followed
+    os.lchown(link, NOBODY, NOBODY)
+    with pytest.raises(PermissionError, match=f"cannot read checkpoint {link}: {link} is a symbolic link owned by"):
+        InductionModel.load(link)
 
+
+@needs_root
+def test_the_trainers_out_does_not_follow_another_users_link(tmp_path, capsys):
     victim = _victim(tmp_path)
     link = tmp_path / "m.npz"
     link.symlink_to(victim / "m.npz")

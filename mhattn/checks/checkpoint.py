@@ -10,6 +10,7 @@ A checkpoint is an ``.npz`` file: ``np.savez``'s zip archive of ``.npy`` members
 - ``history.<name>``: the training curve, numbers;
 - anything else the writer stored (``seed``, ``steps``, ``machine``, ...): numbers or text.
 
+The file is found as :mod:`.links` says (the ``.npz`` rule; only trusted links followed).
 Nothing in a file is trusted. Before any data is decompressed, the zip entries' sizes and every
 member's ``.npy`` header (read with ``allow_pickle=False``: no pickles, ever) are checked: each
 declared shape must fill its member exactly, no entry may claim more than deflate can expand
@@ -28,6 +29,8 @@ import zlib
 
 import numpy as np
 
+from .links import checkpoint_path, resolve
+
 MAX_PARAMETER_BYTES = 2**30  #: the most the weights may take (as stored); the chapter's models take 140 kB
 MAX_HISTORY_VALUES = 2**24  #: the most numbers the history may hold, all its entries together
 MAX_TEXT = 64  #: the longest text a model's member (a layer's ``rope``) may hold
@@ -41,30 +44,10 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KINDS = "biufU"  # the dtypes a member may have: numbers and text
 
 
-def checkpoint_path(path):
-    """The file a checkpoint at ``path`` is: ``path`` if it ends in ``.npz``, else ``path + ".npz"``; never a folder.
-
-    :meth:`~mhattn.learn.model.InductionModel.save` and ``load`` both use this rule, so
-    ``load(p)`` reads what ``save(p)`` wrote, whatever file stands at ``p`` itself.
-    """
-    try:
-        path = os.fspath(path)
-    except TypeError:
-        raise TypeError(f"path must be a file name (str or os.PathLike); got {path!r} of type "
-                        f"{type(path).__name__}") from None
-    if not isinstance(path, str):
-        path = os.fsdecode(path)
-    name = path if path.endswith(".npz") else path + ".npz"
-    if os.path.isdir(path) or os.path.isdir(name) or os.path.basename(path) in ("", ".", ".."):
-        example = os.path.join(path, "model.npz")
-        raise IsADirectoryError(f"checkpoint path {path!r} is a folder; give a file name, e.g. {example!r}")
-    return name
-
-
 def load_args(cls, path):
-    """``InductionModel.load``'s door: ``path`` names a checkpoint file that exists (the ``.npz`` rule applied)."""
+    """``InductionModel.load``'s door: ``path`` names a checkpoint file (the ``.npz`` rule) reached by trusted links."""
     name = checkpoint_path(path)
-    if not os.path.exists(name):
+    if resolve(name, "read")[1] is None:
         beside = f" (a file {path!r} exists, but a checkpoint's name ends in .npz: rename it)" if (
             os.path.isfile(os.fspath(path))) else ""
         raise FileNotFoundError(f"checkpoint {name}: no such file{beside}")
@@ -88,8 +71,10 @@ class Archive:
 
     def __init__(self, path):
         self.name = checkpoint_path(path)
+        target = resolve(self.name, "read")[0]
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)  # a FIFO must not block
         try:
-            descriptor = os.open(self.name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+            descriptor = os.open(target, flags)  # resolved: a link put there since is not followed
         except OSError as error:
             raise type(error)(error.errno, f"checkpoint {self.name}: {error.strerror}") from None
         self.file = os.fdopen(descriptor, "rb")
@@ -182,8 +167,8 @@ class Archive:
             with self.zip.open(self.members[key]) as member:
                 member.read(offset)  # the header, read and checked by header()
                 done = 0
-                while done < data:
-                    got = member.readinto(view[done:])
+                while done < data:  # in chunks: no second copy of a large member
+                    got = member.readinto(view[done:done + 2**20])
                     if not got:
                         break
                     done += got

@@ -2,10 +2,11 @@
 
 Where a save may write (POSIX):
 
-- the file is ``path``, ``.npz`` appended if missing (:func:`.checkpoint.checkpoint_path`);
+- the file is ``path``, ``.npz`` appended if missing (:func:`.links.checkpoint_path`);
 - a symbolic link, at ``path`` or among its folders, is followed only if it belongs to the
-  current user or to root. A link that another user planted (in ``/tmp``, say) is refused,
-  whatever it points to: following it would let them choose which file is replaced;
+  current user or to root (:func:`.links.resolve`). A link that another user planted (in
+  ``/tmp``, say) is refused, whatever it points to: following it would let them choose which
+  file is replaced;
 - an existing file is replaced only if its mode lets the current user write to it: its owner's,
   group's or others' write bit, whichever applies; for root, any write bit. A read-only file
   (``chmod a-w``) is refused, even for root;
@@ -24,24 +25,15 @@ import uuid
 
 import numpy as np
 
-from .checkpoint import LAYER_KEY, MAX_HISTORY_VALUES, MAX_PARAMETER_BYTES, NAME, ROPE_STORED, checkpoint_path
+from .checkpoint import LAYER_KEY, MAX_HISTORY_VALUES, MAX_PARAMETER_BYTES, NAME, ROPE_STORED
+from .links import checkpoint_path, refused, resolve
 from .model import parameters
 
 #: a layer's attributes that a checkpoint holds (weights, settings) or derives (sizes from the weights' shapes)
 STORED_LAYER_ATTRIBUTES = frozenset(("W_qkv", "W_o", "rope", "rope_base", "rope_pairing", "d_model", "num_heads",
                                      "num_kv_heads", "d_k"))
 
-MAX_LINKS = 40  #: links followed in one path, as Linux does before ELOOP
 _SAVEZ_KEYWORDS = ("file", "allow_pickle", "args", "kwds")  # np.savez's own parameters
-
-
-def _refuse(name, why):
-    return PermissionError(errno.EACCES, f"cannot write checkpoint {name}: {why}; nothing was written")
-
-
-def _trusted(info):
-    """A link the current user may follow: their own, or root's (no other user can plant those)."""
-    return not hasattr(os, "geteuid") or info.st_uid in (os.geteuid(), 0)
 
 
 def _writable(info):
@@ -63,50 +55,21 @@ def _writable(info):
 def save_target(path):
     """``(name, target, mode)``: the checkpoint's name, the real file a save replaces, its mode (None: new).
 
-    Resolves the path component by component, as the kernel does, following only links that
-    :func:`_trusted` allows; refuses a read-only file. See the module's docstring.
+    The links of the path are followed as :func:`.links.resolve` allows; a read-only file is
+    refused. See the module's docstring.
     """
     name = checkpoint_path(path)
-    pending = os.path.abspath(name).split(os.sep)[1:]  # abspath: from the current folder, which is real
-    resolved, links = os.sep, 0
-    while pending:
-        part = pending.pop(0)
-        if part in ("", "."):
-            continue
-        if part == "..":
-            resolved = os.path.dirname(resolved)
-            continue
-        candidate = os.path.join(resolved, part)
-        try:
-            info = os.lstat(candidate)
-        except FileNotFoundError:
-            if pending:
-                why = f"cannot write checkpoint {name}: no folder {candidate}"
-                raise FileNotFoundError(errno.ENOENT, why) from None
-            return name, candidate, None
-        if stat.S_ISLNK(info.st_mode):
-            links += 1
-            if links > MAX_LINKS:
-                raise _refuse(name, f"more than {MAX_LINKS} symbolic links")
-            if not _trusted(info):
-                raise _refuse(name, f"{candidate} is a symbolic link owned by user {info.st_uid}, not by you; a save "
-                              "does not follow links that other users can plant (remove it, or save elsewhere)")
-            destination = os.readlink(candidate)
-            pending = destination.split(os.sep) + pending
-            resolved = os.sep if os.path.isabs(destination) else resolved
-            continue
-        if pending and not stat.S_ISDIR(info.st_mode):
-            raise NotADirectoryError(errno.ENOTDIR, f"cannot write checkpoint {name}: {candidate} is not a folder")
-        resolved = candidate
-    info = os.stat(resolved)
+    target, info = resolve(name, "write")
+    if info is None:
+        return name, target, None
     if stat.S_ISDIR(info.st_mode):
-        raise IsADirectoryError(errno.EISDIR, f"cannot write checkpoint {name}: {resolved} is a folder")
+        raise IsADirectoryError(errno.EISDIR, f"cannot write checkpoint {name}: {target} is a folder")
     if not stat.S_ISREG(info.st_mode):
-        raise _refuse(name, f"{resolved} is not a regular file")
+        raise refused(name, "write", f"{target} is not a regular file; nothing was written")
     if not _writable(info):
-        raise _refuse(name, f"{resolved} is read-only (mode {stat.S_IMODE(info.st_mode):o}); make it writable "
-                      "(chmod u+w) to replace it, or save under another name")
-    return name, resolved, stat.S_IMODE(info.st_mode)
+        raise refused(name, "write", f"{target} is read-only (mode {stat.S_IMODE(info.st_mode):o}); make it "
+                      "writable (chmod u+w) to replace it, or save under another name; nothing was written")
+    return name, target, info.st_mode & 0o777
 
 
 def check_extra(extra, reserved):
