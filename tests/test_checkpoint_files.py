@@ -69,7 +69,7 @@ def _refused(path, match):
 # --- reading: the sizes first, then only what the model uses ------------------------------------
 
 
-def test_load_never_decompresses_a_member_the_model_does_not_use(tmp_path):
+def test_load_never_reads_the_data_of_a_member_the_model_does_not_use(tmp_path):
     path = _model().save(tmp_path / "m.npz")
     with zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive:
         with archive.open("notes.npy", "w", force_zip64=True) as member:  # 64 MiB of zeros, deflated to 64 kiB
@@ -200,6 +200,31 @@ def test_a_read_only_checkpoint_is_not_replaced(tmp_path, mode, through_a_link):
         _model(seed=2).save(tmp_path / ("link.npz" if through_a_link else "m.npz"))
     assert open(path, "rb").read() == before and os.stat(path).st_mode & 0o777 == mode
     assert sorted(os.listdir(tmp_path)) == sorted(["m.npz"] + ["link.npz"] * through_a_link)
+
+
+@pytest.mark.parametrize(("owner", "mode", "writable"), [
+    ("you", 0o600, True), ("you", 0o466, False),  # the owner's bits, not the others'
+    ("your group", 0o460, True), ("your group", 0o646, False),
+    ("another user", 0o602, True), ("another user", 0o664, False),
+])
+def test_a_non_root_user_replaces_only_what_the_mode_bits_let_them_write(tmp_path, monkeypatch, owner, mode, writable):
+    path = _model().save(tmp_path / "m.npz")
+    before = open(path, "rb").read()
+    os.chmod(path, mode)
+    if os.stat(path).st_uid == 0:
+        os.chown(path, 4242, 4242)  # as root: hand the file to a user, so that the user's rules apply
+    info = os.stat(path)
+    user = info.st_uid if owner == "you" else info.st_uid + 1
+    monkeypatch.setattr(os, "geteuid", lambda: user)
+    monkeypatch.setattr(os, "getegid", lambda: info.st_gid if owner == "your group" else info.st_gid + 1)
+    monkeypatch.setattr(os, "getgroups", lambda: [])
+    if writable:
+        _model(seed=2).save(path)
+        assert open(path, "rb").read() != before
+    else:
+        with pytest.raises(PermissionError, match="is read-only"):
+            _model(seed=2).save(path)
+        assert open(path, "rb").read() == before
 
 
 def test_save_and_load_of_a_name_without_npz_agree_whatever_stands_at_the_name(tmp_path):

@@ -16,11 +16,11 @@ from mhattn import MultiHeadAttention, causal_mask, checks, softmax
 from mhattn.checks import door
 from mhattn.learn import model as model_module
 from mhattn.learn.model import InductionModel, decode_tokens, encode_letters, load_trained
+from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 
 # the doors of the module's functions, as mhattn.learn shows them
 checked_load_trained = door(model_module.load_trained, checks.load_trained_args, results_finite=False)
 checked_encode_letters = door(model_module.encode_letters, checks.encode_letters_args, results_finite=False)
-from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 
 
 @pytest.fixture(scope="module")

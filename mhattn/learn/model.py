@@ -201,8 +201,9 @@ class InductionModel:
         ``num_heads``, each layer's RoPE settings, the history): every member's header and zip
         sizes are checked before any data is decompressed, so a false size or a compression
         bomb is refused, not read. Names, shapes, dtypes (floats), finiteness, ``num_heads``
-        (a positive divisor of ``d_model``) and the RoPE settings are checked; any error names
-        the file and what is wrong.
+        (a positive divisor of ``d_model``) and the RoPE settings are checked; the weights may
+        take at most 1 GiB as float64. Any error names the file and what is wrong. Symbolic
+        links are followed as :meth:`save` follows them: only yours or root's.
         """
         sizes, params, history = read_checkpoint(path)
         model = cls(sizes["num_layers"], vocab=sizes["vocab"], max_len=sizes["max_len"], d_model=sizes["d_model"],
