@@ -81,7 +81,7 @@ def test_a_missing_folder_is_named_not_the_temporary_file(tmp_path):
 def test_sigterm_during_a_save_leaves_no_temporary_file(tmp_path):
     script = textwrap.dedent(f"""
         import os, signal, numpy as np
-        from mhattn.checks import model as checkpoint
+        from mhattn.checks import checkpoint_write as checkpoint
         from mhattn.learn.model import InductionModel
         def savez(file, **arrays):
             file.write(b"partial")

@@ -23,25 +23,27 @@ What lives where (this package imports only NumPy and itself; everything else im
 - :mod:`.values`: single values and arrays (ints, flags, seeds, dtypes, masks, the one
   overflow message);
 - :mod:`.layers`, :mod:`.positions`, :mod:`.module`: the arguments of the teaching path;
-- :mod:`.model`: the induction model's doors and its checkpoint files;
+- :mod:`.model`: the induction model's doors; :mod:`.links`, :mod:`.checkpoint`,
+  :mod:`.checkpoint_read` and :mod:`.checkpoint_write`: its checkpoint files;
 - :mod:`.optional`: optional dependencies, imported when first used.
 """
 
+from .checkpoint import expected_shapes
+from .checkpoint_read import read_checkpoint
+from .checkpoint_write import save_args, write_atomic
 from .door import checked, door, moves_numbers
 from .layers import attention_args, combine_heads_args, dropout, scores_fit, softmax_args, split_heads_args
+from .links import checkpoint_path
 from .model import (
     ablate,
-    check_extra,
-    checkpoint_arrays,
-    checkpoint_path,
-    expected_shapes,
-    history,
-    layer_settings,
+    decode_tokens_args,
+    encode_letters_args,
+    load_shortcut_args,
+    load_trained_args,
     parameters,
-    read_checkpoint,
     scored_batch,
     tokens,
-    write_atomic,
+    training_record_args,
 )
 from .module import MODULE_MASK_LAYOUTS, head_counts, module_mask, weight
 from .optional import require

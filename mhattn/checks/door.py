@@ -72,13 +72,15 @@ def _binder(function, moved):
 
     The common call (known names, nothing missing) costs a dict update instead of the ~5 us
     of ``Signature.bind``; anything else goes through ``Signature.bind`` for its exact message.
+    A ``**extra`` parameter reaches the check as one dict named ``extra``; the check returns
+    those arguments spread out, as the function takes them.
     """
     signature = inspect.signature(function)
     parameters = signature.parameters.values()
     positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
     defaults = {p.name: p.default for p in parameters if p.default is not p.empty}
     names = set(signature.parameters)
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY) for p in parameters):
+    if any(p.kind in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY) for p in parameters):
         raise TypeError(f"a door needs named parameters only; {function.__qualname__} has {signature}")
 
     def bind(args, kwargs):

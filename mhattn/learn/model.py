@@ -24,7 +24,18 @@ from importlib import resources
 
 import numpy as np
 
-from .. import checks
+from ..checks import checked
+from ..checks.checkpoint import load_args, read_extras
+from ..checks.checkpoint_read import read_checkpoint
+from ..checks.checkpoint_write import save_args, stored_arrays, write_atomic
+from ..checks.model import (
+    LETTERS,
+    ablated_layers_args,
+    check_tokens_args,
+    model_forward_args,
+    model_init_args,
+    model_no_args,
+)
 from ..core.masks import causal_mask
 from ..core.multihead import MultiHeadAttention
 
@@ -36,7 +47,15 @@ EMBED_SCALE = 0.5  #: standard deviation of the initial token and position embed
 CHECKPOINT = "induction.npz"  #: the shipped two-layer model, in mhattn/data/
 ONE_LAYER_CHECKPOINT = "induction_1layer.npz"  #: the one-layer model trained the same way
 SHORTCUT_CHECKPOINT = "induction_at_start.npz"  #: two layers trained with every first copy at position 0
-LETTERS = "abcdefghijklmnopqrstuvwxyz"
+LAYER_CLASSES = (MultiHeadAttention,)  #: the classes :func:`_layer` builds: the only layers a checkpoint holds
+
+
+def _layer(d_model, num_heads, seed, rope=False, rope_base=10000.0):
+    """A fresh attention layer of these sizes and RoPE settings (``rope``: False, ``"half"`` or ``"interleaved"``).
+
+    Every layer of an :class:`InductionModel`, new or loaded, is built here, as one of :data:`LAYER_CLASSES`.
+    """
+    return MultiHeadAttention(d_model, num_heads, seed=seed, rope=rope, rope_base=rope_base)
 
 
 class InductionModel:
@@ -46,7 +65,8 @@ class InductionModel:
     ----------
     num_layers : int, default 2
     vocab, max_len, d_model, num_heads : int, keyword only
-        Defaults 32, 32, 64, 4.
+        Defaults 32, 32, 64, 4. ``num_heads`` must divide ``d_model``; the weights may take at
+        most 1 GiB (what a checkpoint holds).
     seed : int, keyword only, default 0
         Seeds the initial weights: embeddings ``N(0, EMBED_SCALE**2)``, unembedding
         ``N(0, 1 / d_model)``, and each layer's :class:`MultiHeadAttention` initialisation.
@@ -59,23 +79,24 @@ class InductionModel:
     layers : list of MultiHeadAttention
     vocab, max_len, d_model, num_heads : int
     history : dict of ndarray
-        The training curve, ``{"step", "loss", "accuracy"}`` (empty before training).
+        The training curve, ``{"step", "loss", "accuracy", ...}`` (empty before training).
+    layer_classes : tuple of classes
+        The classes a checkpoint rebuilds its layers as; :meth:`save` refuses any other layer.
     """
 
+    layer_classes = LAYER_CLASSES
+
+    @checked(model_init_args)
     def __init__(self, num_layers=2, *, vocab=VOCAB, max_len=MAX_LEN, d_model=D_MODEL, num_heads=NUM_HEADS, seed=0):
-        num_layers = checks.positive_int("num_layers", num_layers)
-        self.vocab = checks.positive_int("vocab", vocab)
-        self.max_len = checks.positive_int("max_len", max_len)
-        rng = np.random.default_rng(checks.seed(seed))
-        self.layers = [
-            MultiHeadAttention(d_model, num_heads, seed=int(rng.integers(2**32))) for _ in range(num_layers)
-        ]
-        self.d_model, self.num_heads = self.layers[0].d_model, self.layers[0].num_heads
-        self.embed = rng.standard_normal((self.vocab, self.d_model)) * EMBED_SCALE  # (vocab, d_model)
-        self.pos = rng.standard_normal((self.max_len, self.d_model)) * EMBED_SCALE  # (max_len, d_model)
-        self.unembed = rng.standard_normal((self.d_model, self.vocab)) / np.sqrt(self.d_model)  # (d_model, vocab)
+        rng = np.random.default_rng(seed)
+        self.layers = [_layer(d_model, num_heads, int(rng.integers(2**32))) for _ in range(num_layers)]
+        self.vocab, self.max_len, self.d_model, self.num_heads = vocab, max_len, d_model, num_heads
+        self.embed = rng.standard_normal((vocab, d_model)) * EMBED_SCALE  # (vocab, d_model)
+        self.pos = rng.standard_normal((max_len, d_model)) * EMBED_SCALE  # (max_len, d_model)
+        self.unembed = rng.standard_normal((d_model, vocab)) / np.sqrt(d_model)  # (d_model, vocab)
         self.history = {}
 
+    @checked(model_no_args)
     def parameters(self):
         """Every trainable array by its checkpoint name (the live arrays: update them in place)."""
         params = {"embed": self.embed, "pos": self.pos, "unembed": self.unembed}
@@ -84,6 +105,7 @@ class InductionModel:
             params[f"layer{i}.W_o"] = layer.W_o
         return params
 
+    @checked(model_forward_args)
     def forward(self, tokens, *, ablate=(), use_positions=True):
         """Next-token logits and every layer's attention weights.
 
@@ -113,93 +135,83 @@ class InductionModel:
         FloatingPointError
             If finite parameters give non-finite logits (an overflow).
         """
-        tokens = self.check_tokens(tokens)
-        checks.parameters(self)
-        use_positions = checks.flag("use_positions", use_positions)
         single = tokens.ndim == 1
         tokens = tokens[None] if single else tokens  # (batch, seq_len)
         seq_len = tokens.shape[1]
-        layers = self.ablated_layers(ablate)
-        with np.errstate(all="ignore"):  # an overflow is reported below
-            h = self.embed[tokens]  # (batch, seq_len, d_model)
-            if use_positions:
-                h = h + self.pos[:seq_len]  # (batch, seq_len, d_model)
-            mask = causal_mask(seq_len)  # (seq_len, seq_len)
-            all_weights = []
-            for layer in layers:
-                out, weights = layer(h, mask)  # (batch, seq_len, d_model), (batch, num_heads, seq_len, seq_len)
-                h = h + out  # the residual stream: each layer adds to it
-                all_weights.append(weights[0] if single else weights)
-            logits = h @ self.unembed  # (batch, seq_len, vocab)
-        if not np.isfinite(logits).all():
-            raise FloatingPointError(
-                "InductionModel.forward: the logits overflowed float64 although every parameter is finite; "
-                "the weights are far too large (a diverged training run?)"
-            )
+        h = self.embed[tokens]  # (batch, seq_len, d_model)
+        if use_positions:
+            h = h + self.pos[:seq_len]  # (batch, seq_len, d_model)
+        mask = causal_mask(seq_len)  # (seq_len, seq_len)
+        all_weights = []
+        for layer in _silenced(self.layers, ablate):
+            out, weights = layer(h, mask)  # (batch, seq_len, d_model), (batch, num_heads, seq_len, seq_len)
+            h = h + out  # the residual stream: each layer adds to it
+            all_weights.append(weights[0] if single else weights)
+        logits = h @ self.unembed  # (batch, seq_len, vocab)
         return (logits[0] if single else logits), all_weights
 
     __call__ = forward
 
-    def predict(self, tokens, **kwargs):
+    @checked(model_forward_args)
+    def predict(self, tokens, *, ablate=(), use_positions=True):
         """The most likely next token at every position: ``argmax`` of :meth:`forward`'s logits."""
-        return self.forward(tokens, **kwargs)[0].argmax(axis=-1)
+        return self.forward(tokens, ablate=ablate, use_positions=use_positions)[0].argmax(axis=-1)
 
+    @checked(ablated_layers_args)
     def ablated_layers(self, ablate):
         """The layers with the heads in ``ablate`` silenced (copies; the model is untouched)."""
-        layers = list(self.layers)
-        for layer_index, head in checks.ablate(ablate, len(layers), self.num_heads):
-            layer = copy.copy(layers[layer_index])  # shares W_qkv; W_o is replaced below
-            W_o = np.array(layer.W_o, copy=True)  # (d_model, d_model)
-            d_k = layer.d_k
-            rows = slice(None) if head is None else slice(head * d_k, (head + 1) * d_k)
-            W_o[rows] = 0.0  # head h's output enters the residual stream only through these rows
-            layer.W_o = W_o
-            layers[layer_index] = layer
-        return layers
+        return _silenced(self.layers, ablate)
 
+    @checked(check_tokens_args)
     def check_tokens(self, tokens):
         """``tokens`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
-        return checks.tokens(tokens, self.vocab, self.max_len)
+        return tokens
 
+    @checked(save_args)
     def save(self, path, **extra):
         """Write the checkpoint: the weights in the chapter's layout, ``num_heads``, the history, ``extra``.
 
-        ``.npz`` is appended to ``path`` if missing (as ``np.savez`` does), and the path
-        written is returned. The file is written atomically: a temporary file in the same
-        folder, then renamed over ``path``, so an interrupted save leaves the previous
-        checkpoint intact. ``extra`` (numbers or text, e.g. ``seed=0``) may not reuse a
-        parameter's name, ``num_heads`` or a ``history.`` name, and must be a Python identifier.
-        Each layer's RoPE settings (``rope``, its pairing and ``rope_base``) are stored; a layer with any other
-        setting a checkpoint cannot hold is refused. A symbolic link at ``path`` is kept (the
-        file it points to is replaced), and an existing file keeps its permissions.
+        The file is ``path`` if it ends in ``.npz``, else ``path + ".npz"`` (as ``np.savez``
+        names it), whatever stands at ``path`` itself: :meth:`load` reads by the same rule. The
+        path written is returned. The file is written atomically: a temporary file in the same
+        folder, then renamed over the old one, so an interrupted save leaves the previous
+        checkpoint intact; it keeps the old file's permissions.
+
+        ``extra`` (numbers or text, e.g. ``seed=0``) may not reuse a parameter's name,
+        ``num_heads`` or a ``history.`` name, and must be a Python identifier. Each layer's
+        RoPE settings (``rope``, its pairing and ``rope_base``) are stored; a layer of another
+        class than :attr:`layer_classes`, or with any other setting, is refused: the loaded
+        model would compute something else.
+
+        A symbolic link, at ``path`` or among its folders, is followed only if it belongs to
+        you or to root (the file it points to is replaced, the link kept); a link another user
+        planted is refused. A read-only file (no write bit for you in its mode, even for root)
+        is refused. A refused save raises and writes nothing.
         """
-        checks.parameters(self)
-        arrays = dict(self.parameters())
-        arrays["num_heads"] = np.array(self.num_heads)
-        arrays.update(checks.layer_settings(self))  # each layer's RoPE settings: they change the forward
-        arrays.update(checks.history(self))
-        arrays.update(checks.check_extra(extra, set(arrays)))
-        return checks.write_atomic(path, arrays)
+        return write_atomic(path, stored_arrays(self, extra))
 
     @classmethod
+    @checked(load_args)
     def load(cls, path):
         """A model from a checkpoint written by :meth:`save` (or by ``python -m mhattn.train``).
 
-        ``load(name)`` reads what ``save(name)`` wrote: ``name.npz`` if no file ``name`` exists.
-        The file is read without pickle. Its names, shapes, dtypes (floats), finiteness and
-        ``num_heads`` (a positive divisor of ``d_model``) are checked; any error names the
-        file and what is wrong.
+        The file is ``path`` if it ends in ``.npz``, else ``path + ".npz"``, whatever stands
+        at ``path`` itself: ``load(name)`` reads what ``save(name)`` wrote. The file is read
+        member by member, without pickle, and only what the model uses is read (the weights,
+        ``num_heads``, each layer's RoPE settings, the history): every member's header and zip
+        sizes are checked before any data is decompressed, so a false size or a compression
+        bomb is refused, not read. Names, shapes, dtypes (floats), finiteness, ``num_heads``
+        (a positive divisor of ``d_model``) and the RoPE settings are checked; the weights may
+        take at most 1 GiB as float64. Any error names the file and what is wrong. Symbolic
+        links are followed as :meth:`save` follows them: only yours or root's.
         """
-        name = str(path)
-        sizes, params, history = checks.checkpoint_arrays(name, checks.read_checkpoint(path))
-        model = cls(
-            sizes["num_layers"], vocab=sizes["vocab"], max_len=sizes["max_len"], d_model=sizes["d_model"],
-            num_heads=sizes["num_heads"],
-        )
+        sizes, params, history = read_checkpoint(path)
+        model = cls(sizes["num_layers"], vocab=sizes["vocab"], max_len=sizes["max_len"], d_model=sizes["d_model"],
+                    num_heads=sizes["num_heads"])
         model.embed, model.pos, model.unembed = params["embed"], params["pos"], params["unembed"]
+        model.layers = [_layer(model.d_model, model.num_heads, 0, rope, base) for rope, base in sizes["rope"]]
         for i, layer in enumerate(model.layers):
             layer.W_qkv, layer.W_o = params[f"layer{i}.W_qkv"], params[f"layer{i}.W_o"]
-            layer.rope, layer.rope_pairing, layer.rope_base = checks.rope_settings(*sizes["rope"][i], layer.d_k)
         model.history = history
         return model
 
@@ -210,17 +222,27 @@ class InductionModel:
         )
 
 
+def _silenced(layers, ablate):
+    """``layers`` with the heads in ``ablate`` (checked ``(layer, head or None)`` pairs) silenced, as copies."""
+    layers = list(layers)
+    for layer_index, head in ablate:
+        layer = copy.copy(layers[layer_index])  # shares W_qkv; W_o is replaced below
+        W_o = np.array(layer.W_o, copy=True)  # (d_model, d_model)
+        d_k = layer.d_k
+        rows = slice(None) if head is None else slice(head * d_k, (head + 1) * d_k)
+        W_o[rows] = 0.0  # head h's output enters the residual stream only through these rows
+        layer.W_o = W_o
+        layers[layer_index] = layer
+    return layers
+
+
 def load_trained(num_layers=2):
     """The trained model shipped with the package (a fresh copy each call).
 
     ``num_layers=2`` (the default) is the induction model; ``num_layers=1`` is a one-layer
     model trained the same way, which cannot learn the task.
     """
-    shipped = {2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}
-    name = None if isinstance(num_layers, (bool, np.bool_)) else shipped.get(num_layers)  # True is not 1
-    if name is None:
-        raise ValueError(f"num_layers must be 1 or 2 (the shipped checkpoints); got {num_layers!r}")
-    return _shipped(name)
+    return _shipped({2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}[num_layers], InductionModel.load)
 
 
 def load_shortcut():
@@ -231,7 +253,7 @@ def load_shortcut():
     same tokens again right after them, and random tokens to the end. It copies well where
     its training put the repeat and poorly elsewhere: notebook 09's example of a shortcut.
     """
-    return _shipped(SHORTCUT_CHECKPOINT)
+    return _shipped(SHORTCUT_CHECKPOINT, InductionModel.load)
 
 
 def training_record(num_layers=2):
@@ -243,18 +265,14 @@ def training_record(num_layers=2):
     1-minute load average, the larger of its values before and after training: above the
     number of cores, processes waited for one).
     """
-    shipped = {2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}
-    name = None if isinstance(num_layers, (bool, np.bool_)) else shipped.get(num_layers)
-    if name is None:
-        raise ValueError(f"num_layers must be 1 or 2 (the shipped checkpoints); got {num_layers!r}")
     keys = ("seed", "steps", "lr", "batch_size", "seconds", "cpu_seconds", "machine", "load_average")
-    with resources.as_file(resources.files("mhattn") / "data" / name) as path, np.load(path) as stored:
-        return {key: stored[key].item() for key in keys}
+    return _shipped({2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}[num_layers], lambda path: read_extras(path, keys))
 
 
-def _shipped(name):
+def _shipped(name, read):
+    """``read(path)`` of the shipped checkpoint ``name`` (in ``mhattn/data/``)."""
     with resources.as_file(resources.files("mhattn") / "data" / name) as path:
-        return InductionModel.load(path)
+        return read(path)
 
 
 # --- letters for people --------------------------------------------------------------------
@@ -266,13 +284,7 @@ def encode_letters(text):
     Spaces are optional (``"abcdxabc"`` gives the same); upper case counts as lower case.
     Anything else raises ``ValueError`` naming it.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a string of letters a-z; got {text!r} of type {type(text).__name__}")
-    letters = "".join(text.lower().split())
-    bad = sorted({c for c in letters if c not in LETTERS})
-    if bad:
-        raise ValueError(f"text must hold only letters a-z and spaces; got {bad} in {text!r}")
-    return np.array([LETTERS.index(c) for c in letters], dtype=np.int64)
+    return np.array([LETTERS.index(c) for c in "".join(text.lower().split())], dtype=np.int64)
 
 
 def decode_tokens(tokens):
