@@ -18,9 +18,11 @@ package's own code imports the plain functions from the modules. It uses the tea
 imports it.
 """
 
+from .. import checks
 from ..checks import circuits_experiments, circuits_in_context, circuits_patterns, circuits_weights
 from ..checks.door import door
-from . import attention_patterns, experiments, in_context, weight_circuits
+from . import attention_patterns, experiments, in_context, model, weight_circuits
+from .model import InductionModel
 
 previous_token_score = door(attention_patterns.previous_token_score, circuits_patterns.previous_token_args)
 segments = door(attention_patterns.segments, circuits_patterns.segments_args)
@@ -50,13 +52,21 @@ offset_accuracy = door(experiments.offset_accuracy, circuits_experiments.offset_
 gap_accuracy = door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args)
 measure = door(experiments.measure, circuits_experiments.measure_args)
 claims = door(experiments.claims, circuits_experiments.claims_args)
+load_trained = door(model.load_trained, checks.load_trained_args)
+load_shortcut = door(model.load_shortcut, checks.load_shortcut_args)
+training_record = door(model.training_record, checks.training_record_args)
+encode_letters = door(model.encode_letters, checks.encode_letters_args)
+decode_tokens = door(model.decode_tokens, checks.decode_tokens_args)
 
 __all__ = [
+    "InductionModel",
     "claims",
     "composition_baseline",
     "composition_score",
     "composition_scores",
     "copying_score",
+    "decode_tokens",
+    "encode_letters",
     "forward_without_key_path",
     "gap_accuracy",
     "head_weights",
@@ -64,6 +74,8 @@ __all__ = [
     "in_context_learning_score",
     "induction_loss",
     "k_composition_scores",
+    "load_shortcut",
+    "load_trained",
     "loss_report",
     "measure",
     "mid_context_token",
@@ -78,4 +90,5 @@ __all__ = [
     "repeated_random_tokens",
     "segments",
     "token_losses",
+    "training_record",
 ]

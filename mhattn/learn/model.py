@@ -38,6 +38,7 @@ from ..checks.model import (
 )
 from ..core.masks import causal_mask
 from ..core.multihead import MultiHeadAttention
+from ..core.rotary import RotaryMultiHeadAttention
 
 VOCAB = 32  #: token ids 0..31; a..z are 0..25 (see encode_letters)
 MAX_LEN = 32  #: longest sequence (the positional embeddings' rows)
@@ -47,7 +48,7 @@ EMBED_SCALE = 0.5  #: standard deviation of the initial token and position embed
 CHECKPOINT = "induction.npz"  #: the shipped two-layer model, in mhattn/data/
 ONE_LAYER_CHECKPOINT = "induction_1layer.npz"  #: the one-layer model trained the same way
 SHORTCUT_CHECKPOINT = "induction_at_start.npz"  #: two layers trained with every first copy at position 0
-LAYER_CLASSES = (MultiHeadAttention,)  #: the classes :func:`_layer` builds: the only layers a checkpoint holds
+LAYER_CLASSES = (MultiHeadAttention, RotaryMultiHeadAttention)  #: what :func:`_layer` builds: the layers a checkpoint holds
 
 
 def _layer(d_model, num_heads, seed, rope=False, rope_base=10000.0):
@@ -55,7 +56,9 @@ def _layer(d_model, num_heads, seed, rope=False, rope_base=10000.0):
 
     Every layer of an :class:`InductionModel`, new or loaded, is built here, as one of :data:`LAYER_CLASSES`.
     """
-    return MultiHeadAttention(d_model, num_heads, seed=seed, rope=rope, rope_base=rope_base)
+    if not rope:
+        return MultiHeadAttention(d_model, num_heads, seed=seed)
+    return RotaryMultiHeadAttention(d_model, num_heads, seed=seed, rope=rope, rope_base=rope_base)
 
 
 class InductionModel:
