@@ -172,8 +172,7 @@ def torch_args(cls, module):
 
 
 def to_torch_args(self, batch_first):
-    """Arguments of :meth:`mhattn.GroupedQueryAttention.to_torch`."""
-    require("torch", "torch")
+    """Arguments of :meth:`mhattn.GroupedQueryAttention.to_torch` (checked before torch is imported)."""
     batch_first = flag("batch_first", batch_first)
     if self.num_kv_heads != self.num_heads or self.rope:
         raise ValueError(
@@ -182,6 +181,7 @@ def to_torch_args(self, batch_first):
             f"rope={self.rope}"
         )
     module_weights(self, np.result_type(self.W_qkv, self.W_o))
+    require("torch", "torch")  # last: a wrong argument is refused as such, with or without torch
     return {"self": self, "batch_first": batch_first}, None
 
 
