@@ -95,7 +95,8 @@ def plot_heads_args(weights, tokens, title, vmax, annotate, figsize):
     weights = attention_weights("weights", weights, 3, "(num_heads, seq_q, seq_k)")
     _, seq_q, seq_k = weights.shape
     if tokens is not None and seq_q != seq_k:
-        raise ValueError(f"tokens label square weights only; got weights of shape {weights.shape}")
+        raise ValueError(f"tokens label square weights only; got weights of shape {weights.shape}, each head's "
+                         f"({seq_q}, {seq_k})")
     if figsize is not None:
         size = point("figsize", figsize, (2,))
         if (size <= 0).any():

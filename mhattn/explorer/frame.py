@@ -11,7 +11,7 @@ What a frame holds, so that it can be recomputed independently::
     # untrained: the tokens and the weights come from two independent random streams
     x = np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model))
                   for b in (0, 1)])                        # (2, seq_len, d_model)
-    output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
+    output, weights = attention_layer(d_model, num_heads, seed, positions)(x, mask)  # RoPE or none
     # shown: sequence 1 (the second of the batch): weights[1] and embedding_shift_2d(x[1], output[1])
 
     # trained: the model's residual stream, layer by layer, up to the layer shown
