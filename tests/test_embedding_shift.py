@@ -1,13 +1,14 @@
-"""embedding_shift_2d: one PCA plane for inputs and outputs, checked against scikit-learn's PCA."""
+"""embedding_shift_2d: one PCA plane for inputs and outputs, checked against scikit-learn's PCA.
+
+The function is called through its door (``mhattn.pictures``), which names bad arguments.
+"""
 
 import re
 
 import numpy as np
 import pytest
 
-import mhattn
-from mhattn.pictures.embedding_shift import embedding_shift_2d
-from mhattn.pictures.source import show_source
+from mhattn.pictures import embedding_shift_2d
 
 
 @pytest.mark.parametrize("seed, seq_len, d_model", [(0, 7, 10), (3, 2, 5), (4, 32, 64), (5, 20, 3)])
@@ -24,6 +25,28 @@ def test_agrees_with_scikit_learns_pca_up_to_each_components_sign(seed, seq_len,
     for c in range(2):
         sign = np.sign(ours[:, c] @ points[:, c])
         np.testing.assert_allclose(ours[:, c], sign * points[:, c], atol=1e-12 * scale)
+    np.testing.assert_allclose(ratio, pca.explained_variance_ratio_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("magnitude", [1e200, 1e-200, 1e300])
+def test_huge_and_tiny_vectors_give_the_pca_of_the_same_vectors_rescaled(magnitude):
+    """Squares of 1e200 overflow and of 1e-200 underflow; the plane and its shares must not care.
+
+    The oracle: scikit-learn's PCA of the vectors divided by ``magnitude`` (numbers near 1),
+    whose coordinates are ours divided by ``magnitude``.
+    """
+    PCA = pytest.importorskip("sklearn.decomposition").PCA
+    rng = np.random.default_rng(6)
+    inputs, outputs = rng.standard_normal((9, 12)), rng.standard_normal((9, 12)) * 3
+    inputs_2d, outputs_2d, ratio = embedding_shift_2d(inputs * magnitude, outputs * magnitude)
+    stacked = np.vstack([inputs, outputs])
+    pca = PCA(n_components=2, svd_solver="full").fit(stacked)
+    points = pca.transform(stacked)  # (2 * seq_len, 2)
+    ours = np.vstack([inputs_2d, outputs_2d]) / magnitude
+    scale = np.abs(points).max()
+    for c in range(2):
+        sign = np.sign(ours[:, c] @ points[:, c])
+        np.testing.assert_allclose(ours[:, c], sign * points[:, c], rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(ratio, pca.explained_variance_ratio_, rtol=1e-12)
 
 
@@ -71,11 +94,3 @@ def test_rows_stay_with_their_tokens():
 def test_bad_shapes_are_named(inputs, outputs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         embedding_shift_2d(inputs, outputs)
-
-
-def test_show_source_renders_the_packages_own_code_as_a_python_block():
-    shown = show_source(mhattn.softmax).data
-    assert shown.startswith("```python\n@checked(softmax_args)\ndef softmax(x, axis=-1):")
-    assert shown.endswith("```")
-    assert "def softmax_args" not in shown  # only the function asked for, not its checks
-    assert "exps = np.exp(x - x_max)" in shown

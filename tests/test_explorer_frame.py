@@ -23,7 +23,6 @@ from mhattn.explorer.frame import (
     compute_frame,
     padded_length,
     random_tokens,
-    rope_available,
 )
 from mhattn.learn.model import encode_letters, load_trained
 from mhattn.pictures.embedding_shift import embedding_shift_2d
@@ -91,7 +90,6 @@ def test_untrained_frame_follows_the_recipe(mask, d_model, num_heads, seq_len):
     assert frame.labels == [str(i) for i in range(seq_len)] and frame.tokens is None
 
 
-@pytest.mark.skipif(not rope_available(), reason="MultiHeadAttention has no rope option yet")
 @pytest.mark.parametrize(("d_model", "num_heads", "mask"), [(16, 2, "none"), (12, 6, "causal"), (64, 8, "padding")])
 def test_rope_frame_rotates_queries_and_keys_by_position(d_model, num_heads, mask):
     seq_len = 11
@@ -166,7 +164,6 @@ def test_states_the_explorer_cannot_show_are_refused(changes, error, words):
     assert words in str(info.value)
 
 
-@pytest.mark.skipif(not rope_available(), reason="MultiHeadAttention has no rope option yet")
 def test_rope_needs_an_even_d_k():
     assert "rope" in POSITIONS[False]
     with pytest.raises(ValueError, match="even d_k"):

@@ -12,8 +12,7 @@ from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.text import Annotation  # noqa: E402
 
 import mhattn  # noqa: E402
-from mhattn.pictures.embedding_shift import embedding_shift_2d  # noqa: E402
-from mhattn.pictures.plots import plot_attention, plot_embedding_shift, plot_heads  # noqa: E402
+from mhattn.pictures import embedding_shift_2d, plot_attention, plot_embedding_shift, plot_heads  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,8 +1,8 @@
 """The explorer's controls: a thin ipywidgets layer over :func:`compute_frame` and :class:`FrameDrawing`.
 
 :func:`explorer` returns one widget. Its ``weights`` switch chooses what it runs: the
-**untrained** layer (controls ``seq_len``, ``d_model``, ``num_heads``, the mask, the seed and,
-where :class:`~mhattn.MultiHeadAttention` offers it, RoPE) or the **trained** induction model
+**untrained** layer (controls ``seq_len``, ``d_model``, ``num_heads``, the mask, the seed and
+RoPE) or the **trained** induction model
 (controls: the tokens, the layer, learned positions on or off). Only the controls of the
 current choice are shown. A change of any control builds a :class:`State`, computes its
 :class:`Frame` and draws it; nothing else is computed here.
@@ -11,22 +11,11 @@ The controls' ranges and options are fixed: the picture can show every value the
 and setting a new ``min``, ``max`` or ``options`` raises :class:`traitlets.TraitError`.
 
 Displayed as a notebook cell's result, the explorer also leaves a static PNG of its picture
-as a second output, for the places where no kernel runs (GitHub, nbviewer, ``jupyter
-nbconvert --to html``, JupyterLab before the notebook is trusted). Where the live widget
-renders, a style sheet inside it hides that copy.
+(:mod:`mhattn.explorer.static_copy`).
 """
 
-import math
-import sys
-import threading
-import traceback
-
-from .. import checks
-from ..checks.optional import require
-from ..learn.model import load_trained
-from .draw import FrameDrawing, part_widths
-from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
-from .frame import (
+from ..checks.door import checked
+from ..checks.explorer import (  # the explorer's limits and menus, and what the tokens box may hold
     D_MODELS,
     DEFAULT_TOKENS,
     MASKS,
@@ -34,113 +23,35 @@ from .frame import (
     MAX_SEQ_LEN,
     MIN_SEQ_LEN,
     TRAINED_LAYERS,
-    State,
-    check_state,
-    compute_frame,
+    explorer_init_args,
     head_choices,
     parse_tokens,
-    rope_available,
     rope_fits,
 )
+from ..checks.optional import require
+from ..learn.model import load_trained
+from .background import LatestWins, in_a_kernel, one_blas_thread
+from .draw import FrameDrawing, part_widths
+from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
+from .frame import State, compute_frame
+from .static_copy import EXPLORER_CLASS, HIDE_STATIC_COPY, StaticCopy
 from .text import explanation_html, readout_html
 
 widgets = require("ipywidgets")
 
 WEIGHTS = (("untrained", False), ("trained (induction)", True))  # (label, value of ``trained_weights``)
-_EXPLORER_CLASS = "mhattn-explorer"
-# Where the live widget renders (JupyterLab, Notebook 7, Voila, nbconvert's HTML with its
-# widget script), it hides the static copy of its picture that follows it in the same cell.
-_HIDE_STATIC_COPY = (f"<style>.jp-OutputArea-child:has(.{_EXPLORER_CLASS}) + "
-                     ".jp-OutputArea-child:has(.jp-RenderedImage) {display: none;}</style>")
-STATIC_COPY_TEXT = "(a static copy of the explorer's picture: run the cell for the live explorer)"
 _WRAP = widgets.Layout(flex_flow="row wrap", align_items="center")  # rows of controls wrap on a phone
-_NOTHING = object()
 
 
-class LatestWins:
-    """Runs ``work(item)`` on the newest item submitted; the items in between are dropped, never queued.
-
-    While one item is being worked on, each :meth:`submit` replaces the one waiting, so when the
-    work ends only the newest waits, and it runs next. With ``background=True`` the work runs
-    in a thread of its own and :meth:`submit` returns at once: in a Jupyter kernel, that frees
-    the kernel to read the next message from the browser (a slider moved further) while the
-    previous setting is still being drawn. With ``background=False`` the work runs inside
-    :meth:`submit` (a submission made by the work itself waits for it to end).
-
-    Attributes
-    ----------
-    done, dropped : int
-        How many items were worked on, and how many were replaced before their turn.
-    error : BaseException or None
-        The last exception the background work raised (it goes on with the next item).
-    """
-
-    def __init__(self, work, background=False):
-        if not callable(work):
-            raise TypeError(f"work must be a function of one item; got {work!r} of type {type(work).__name__}")
-        self._work, self._background = work, checks.flag("background", background)
-        self._idle = threading.Condition()
-        self._pending, self._running = _NOTHING, False
-        self.done, self.dropped, self.error = 0, 0, None
-
-    def submit(self, item):
-        with self._idle:
-            if self._pending is not _NOTHING:
-                self.dropped += 1
-            self._pending = item
-            if self._running:
-                return
-            self._running = True
-        if self._background:
-            threading.Thread(target=self._drain, name="mhattn-explorer-draw", daemon=True).start()
-        else:
-            self._drain()
-
-    def wait(self, timeout=None):
-        """Block until nothing is being worked on or waits; True if so before ``timeout`` seconds (None: no limit)."""
-        if timeout is not None:
-            timeout = checks.real_number("timeout", timeout, "None or a number of seconds >= 0")
-            if math.isnan(timeout) or timeout < 0:
-                raise ValueError(f"timeout must be None or a number of seconds >= 0; got {timeout}")
-        with self._idle:
-            return self._idle.wait_for(lambda: not self._running, timeout)
-
-    def _drain(self):
-        try:
-            while True:
-                with self._idle:
-                    item, self._pending = self._pending, _NOTHING
-                    if item is _NOTHING:
-                        return
-                try:
-                    self._work(item)
-                except Exception as error:
-                    if not self._background:
-                        raise
-                    self.error = error
-                    traceback.print_exc(file=sys.stderr)
-                self.done += 1
-        finally:
-            with self._idle:
-                self._pending, self._running = _NOTHING, False
-                self._idle.notify_all()
-
-
-def _in_a_kernel():
-    """Whether this runs inside a Jupyter kernel (JupyterLab, Notebook, Voila), where messages queue."""
-    shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
-    return getattr(shell, "kernel", None) is not None
-
-
-class Explorer(widgets.VBox):
-    """The widget :func:`explorer` returns (build it with that function, which checks the settings).
+class Explorer(StaticCopy, widgets.VBox):
+    """The widget :func:`explorer` returns, for a :class:`State` the shipped model can show.
 
     Attributes
     ----------
     trained_weights : ipywidgets.ToggleButtons
         False: "untrained" (a random layer on random tokens); True: "trained (induction)".
     seq_len, d_model, num_heads, seed, mask, rope : controls of the untrained layer
-        ``rope`` ("off" / "on") exists only where MultiHeadAttention takes ``rope=True``.
+        ``rope`` ("off" / "on"): rotary position embeddings on queries and keys.
     tokens, layer, positions : controls of the trained model (``positions``: "learned" / "none")
         Set ``.value`` to change a setting; the picture and readout update at once.
     state : State
@@ -168,6 +79,7 @@ class Explorer(widgets.VBox):
         returns. ``redraws.wait()`` waits for the last picture.
     """
 
+    @checked(explorer_init_args)
     def __init__(self, state, background=None):
         style = {"description_width": "initial"}
         self._model = None  # the trained model, loaded on first use
@@ -206,7 +118,7 @@ class Explorer(widgets.VBox):
         self.drawing = FrameDrawing()
         self.token_error, self.note, self.state, self.frame = None, None, None, None
         self._tokens = state.tokens  # the last tokens that could be drawn (explorer() checked these)
-        self.redraws = LatestWins(self._draw, _in_a_kernel() if background is None else background)
+        self.redraws = LatestWins(self._draw, in_a_kernel() if background is None else background)
 
         self._busy = False
         self.d_model.observe(self._on_d_model, names="value")
@@ -217,21 +129,20 @@ class Explorer(widgets.VBox):
         def label(text):
             return widgets.Label(text, layout=widgets.Layout(width="62px"))
 
-        rope = [label("RoPE"), self.rope] if rope_available() else []
         self._untrained_controls = widgets.VBox([
             widgets.HBox([self.seq_len, self.d_model, self.num_heads], layout=_WRAP),
-            widgets.HBox([label("mask"), self.mask, self.seed, *rope], layout=_WRAP),
+            widgets.HBox([label("mask"), self.mask, self.seed, label("RoPE"), self.rope], layout=_WRAP),
         ])
         self._trained_controls = widgets.VBox([
             widgets.HBox([self.tokens, self.layer], layout=_WRAP),
             widgets.HBox([label("positions"), self.positions], layout=_WRAP),
         ])
-        style_sheet = widgets.HTML(_HIDE_STATIC_COPY, layout=widgets.Layout(display="none"))
+        style_sheet = widgets.HTML(HIDE_STATIC_COPY, layout=widgets.Layout(display="none"))
         super().__init__([widgets.HBox([label("weights"), self.trained_weights], layout=_WRAP),
                           self._untrained_controls, self._trained_controls, self.readout,
                           widgets.HBox(self.images, layout=widgets.Layout(flex_flow="row wrap")),
                           self.explanation, style_sheet])
-        self.add_class(_EXPLORER_CLASS)
+        self.add_class(EXPLORER_CLASS)
         self.update()
 
     def __repr__(self):  # the text a notebook shows where widgets cannot render (GitHub, nbconvert)
@@ -239,25 +150,6 @@ class Explorer(widgets.VBox):
             return f"Explorer(trained=True, tokens={self.tokens.value!r}, layer={self.layer.value})"
         return (f"Explorer(d_model={self.d_model.value}, num_heads={self.num_heads.value}, "
                 f"seq_len={self.seq_len.value}, seed={self.seed.value}, mask={self.mask.value!r})")
-
-    def _ipython_display_(self):
-        """Display the live widget, then a static copy of its picture (see the module docstring)."""
-        from IPython.display import display
-
-        widget, static_copy = self.display_outputs()
-        display(widget, raw=True)
-        display(static_copy, raw=True, metadata=self.static_copy_metadata())
-
-    def display_outputs(self):
-        """The two outputs a notebook cell gets: the widget's bundle, then a static PNG of the picture."""
-        import base64
-
-        static_copy = {"image/png": base64.b64encode(self.picture).decode("ascii"), "text/plain": STATIC_COPY_TEXT}
-        return [self._repr_mimebundle_(), static_copy]
-
-    def static_copy_metadata(self):
-        """The static PNG's smallest text, in its own pixels, as notebooks/refresh.sh records it for figures."""
-        return {"mhattn": {"min_font_px": self.drawing.min_font_px(), "dpi": float(self.drawing.figure.dpi)}}
 
     @property
     def trained_model(self):
@@ -338,24 +230,13 @@ class Explorer(widgets.VBox):
 
     def _draw(self, state_and_note):
         state, note = state_and_note
-        with _one_blas_thread():
+        with one_blas_thread():
             frame = compute_frame(state, self.trained_model if state.trained else None)
         self.state, self.frame, self.note = state, frame, note
         self.readout.value = readout_html(frame, note)
         self.explanation.value = explanation_html(frame)
         for image, png in zip(self.images, self.drawing.draw(frame), strict=True):
             image.value = png
-
-
-_blas = []  # one ThreadpoolController for the process: building one inspects every loaded library
-
-
-def _one_blas_thread():
-    """The matrices here are tiny: BLAS worker threads cost far more than they save (and spin on
-    the cores matplotlib needs next), so compute on one thread."""
-    if not _blas:
-        _blas.append(require("threadpoolctl").ThreadpoolController())
-    return _blas[0].limit(limits=1, user_api="blas")
 
 
 def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *, trained=False, tokens=DEFAULT_TOKENS,
@@ -390,6 +271,5 @@ def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *, train
     TypeError, ValueError
         If a starting value is not one the controls could show.
     """
-    state = check_state(State(trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads, seed=seed,
-                              mask=mask, tokens=tokens, layer=layer, positions=positions))
-    return Explorer(state)
+    return Explorer(State(trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads, seed=seed,
+                          mask=mask, tokens=tokens, layer=layer, positions=positions))

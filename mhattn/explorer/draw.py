@@ -8,105 +8,42 @@ registered with pyplot, so nothing accumulates in ``plt``). Drawing a new frame 
 artists in place; a new ``num_heads`` shows, hides and moves heatmap panels made once,
 ``MAX_HEADS`` of them.
 
-The figure is laid out for a page's text column, 750 CSS pixels wide with no text smaller
-than 9 points (12.5 CSS pixels), and rendered at ``SCALE`` bitmap pixels per CSS pixel, so it
-stays sharp on high-density screens. :meth:`FrameDrawing.draw` returns it as two PNGs cut at
-``SPLIT``, the heatmaps (450 CSS pixels wide) and the PCA plot (300): side by side on a wide
-page, one above the other on a phone, where a 360-pixel column still shows 10-pixel text.
+Where things go (the figure's size, its fonts, the heatmap grid, the cut at ``SPLIT``) is
+:mod:`mhattn.explorer.layout`; :meth:`FrameDrawing.draw` returns the picture as two PNGs
+(:func:`~mhattn.explorer.png.png_bytes`), the heatmaps and the PCA plot.
 """
 
-import math
-import struct
-import zlib
 from collections import OrderedDict
 
 import numpy as np
 
+from ..checks.door import checked
+from ..checks.explorer import MAX_HEADS, MAX_SEQ_LEN, draw_args
 from ..checks.optional import require
-from .frame import MAX_HEADS, MAX_SEQ_LEN, SHOWN, padded_length
+from .frame import SHOWN, padded_length
+from .layout import (  # noqa: F401 (the picture's sizes, shown here too)
+    DPI,
+    FIGSIZE,
+    FONT,
+    INPUT_COLOR,
+    PAD_COLOR,
+    PCA_BOX,
+    SCALE,
+    SMALL,
+    SPLIT,
+    grid,
+    panel_layout,
+    part_widths,
+    split_column,
+)
+from .png import png_bytes
 
-FIGSIZE = (7.5, 4.25)  # inches, the same for every setting: 750 x 425 CSS pixels at DPI (exact in binary:
-# every matplotlib rounds 7.5 * 100 and 4.25 * 100 the same way, where 4.1 * 100 = 409.999... did not)
-DPI = 100  # CSS pixels per inch where the picture is shown
-SCALE = 2  # bitmap pixels per CSS pixel (a "2x" picture)
-SPLIT = 0.6  # figure fraction where the heatmaps' part ends and the PCA plot's begins (450 CSS pixels)
-FONT, SMALL = 10, 9  # points: titles and labels, ticks
-_HEADS_BOX = (0.01, 0.09, 0.5, 0.77)  # left, bottom, right, top of the heatmap area (figure fraction)
-_PCA_BOX = (0.68, 0.06, 0.988, 0.8)  # right edge on a whole pixel (741)
-_INPUT_COLOR, _PAD_COLOR = "#1f4e99", "#a0a0a0"
 BACKGROUNDS = 8  # static backgrounds kept, the most recently shown (5.1 MB each)
-
-
-def _grid(num_heads):
-    """(rows, columns) of heatmap panels: one row up to three heads, two rows after that."""
-    rows = 1 if num_heads <= 3 else 2
-    return rows, math.ceil(num_heads / rows)
-
-
-def panel_layout(num_heads):
-    """Where the heatmaps and the colour bar go: equal squares packed in a grid, in figure fractions.
-
-    Returns ``(panels, colorbar)``: one ``(left, bottom, width, height)`` per head, then the
-    colour bar's, as tall as the grid and just right of it.
-    """
-    rows, cols = _grid(num_heads)
-    fig_w, fig_h = FIGSIZE
-    left, bottom, right, top = (_HEADS_BOX[0] * fig_w, _HEADS_BOX[1] * fig_h,  # inches from here on
-                                _HEADS_BOX[2] * fig_w, _HEADS_BOX[3] * fig_h)
-    label_x, label_y, title, gap = 0.45, 0.4, 0.22, 0.12  # room for tick labels, axis labels, "head h"
-    side = min((right - left - label_x - (cols - 1) * gap) / cols,
-               (top - bottom - label_y - rows * title - (rows - 1) * gap) / rows, 2.4)
-    grid_w = cols * side + (cols - 1) * gap
-    grid_h = rows * (side + title) + (rows - 1) * gap
-    x0 = left + label_x + 0.5 * (right - left - label_x - grid_w)  # centred in the heatmap area
-    y_top = top - 0.5 * (top - bottom - label_y - grid_h)
-    panels = []
-    for h in range(num_heads):
-        row, col = divmod(h, cols)
-        x = x0 + col * (side + gap)
-        y = y_top - title - row * (side + title + gap) - side
-        panels.append((x / fig_w, y / fig_h, side / fig_w, side / fig_h))
-    colorbar = ((x0 + grid_w + 0.15) / fig_w, (y_top - grid_h) / fig_h, 0.1 / fig_w, (grid_h - title) / fig_h)
-    return panels, colorbar
 
 
 def colormap():
     """The heatmaps' colours: matplotlib's "Blues", masked cells (weight exactly 0) grey."""
     return require("matplotlib").colormaps["Blues"].with_extremes(bad="#c8c8c8")
-
-
-def split_column():
-    """The bitmap column where the heatmaps' PNG ends and the PCA plot's begins."""
-    return round(SPLIT * FIGSIZE[0] * DPI * SCALE)
-
-
-def part_widths():
-    """``(heatmaps, pca)``: the CSS widths, in pixels, at which the two PNGs of :meth:`FrameDrawing.draw` show."""
-    total = round(FIGSIZE[0] * DPI * SCALE)
-    return split_column() / SCALE, (total - split_column()) / SCALE
-
-
-def png_bytes(rgb):
-    """Encode an ``(height, width, 3)`` uint8 array as PNG, fast: no row filter, zlib's fastest level.
-
-    Pillow's encoder tries a filter per row and takes about twice as long on the explorer's
-    pictures, for files a few percent smaller.
-    """
-    if not isinstance(rgb, np.ndarray) or rgb.dtype != np.uint8:
-        what = f"an array of dtype {rgb.dtype}" if isinstance(rgb, np.ndarray) else f"{type(rgb).__name__}"
-        raise TypeError(f"rgb must be a NumPy array of dtype uint8, shape (height, width, 3); got {what}")
-    if rgb.ndim != 3 or rgb.shape[2] != 3 or 0 in rgb.shape:
-        raise ValueError(f"rgb must have shape (height, width, 3) with height, width >= 1; got shape {rgb.shape}")
-    height, width, _ = rgb.shape
-    rows = np.zeros((height, 1 + 3 * width), np.uint8)  # each row: filter type 0, then its pixels
-    rows[:, 1:] = rgb.reshape(height, 3 * width)
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits per channel, RGB
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-            + chunk(b"IEND", b""))
 
 
 class FrameDrawing:
@@ -147,6 +84,7 @@ class FrameDrawing:
                                        fontsize=FONT, linespacing=1.3)
         self.renders = 0
 
+    @checked(draw_args)
     def draw(self, frame):
         """Show ``frame``; return ``(heatmaps, pca)``, the figure's two parts as PNG bytes (see ``SPLIT``)."""
         state, weights, num_heads, seq_len = frame.state, frame.weights, frame.num_heads, frame.seq_len
@@ -224,7 +162,7 @@ class FrameDrawing:
 
     def _layout_head_panels(self, num_heads):
         """Show the first ``num_heads`` panels, packed in a grid; hide the rest (moving beats creating)."""
-        rows, cols = _grid(num_heads)
+        rows, cols = grid(num_heads)
         panels, colorbar = panel_layout(num_heads)
         for h, (ax, _) in enumerate(self._panel_pool):
             ax.set_visible(h < num_heads)
@@ -241,16 +179,16 @@ class FrameDrawing:
         self._background_layout = None
 
     def _build_pca_panel(self):
-        ax = self.pca_axes = self.figure.add_axes((_PCA_BOX[0], _PCA_BOX[1], _PCA_BOX[2] - _PCA_BOX[0],
-                                                   _PCA_BOX[3] - _PCA_BOX[1]))
+        ax = self.pca_axes = self.figure.add_axes((PCA_BOX[0], PCA_BOX[1], PCA_BOX[2] - PCA_BOX[0],
+                                                   PCA_BOX[3] - PCA_BOX[1]))
         ax.set_xticks([])  # principal-component coordinates have no meaning of their own
         ax.set_yticks([])
         ax.set_xlabel("principal component 1", fontsize=FONT, labelpad=2)
         ax.set_ylabel("principal component 2", fontsize=FONT, labelpad=2)
         empty = np.zeros((0, 2))
-        self.pca_inputs = ax.scatter(empty[:, 0], empty[:, 1], s=36, facecolors="white", edgecolors=_INPUT_COLOR,
+        self.pca_inputs = ax.scatter(empty[:, 0], empty[:, 1], s=36, facecolors="white", edgecolors=INPUT_COLOR,
                                      linewidths=1.2, zorder=3, animated=True, label="input")
-        self.pca_outputs = ax.scatter(empty[:, 0], empty[:, 1], s=26, color=_INPUT_COLOR, zorder=4, animated=True,
+        self.pca_outputs = ax.scatter(empty[:, 0], empty[:, 1], s=26, color=INPUT_COLOR, zorder=4, animated=True,
                                       label="output")
         self.pca_arrows = None
         self._pca_labels = [ax.text(0, 0, str(i), fontsize=SMALL, ha="center", va="center", visible=False,
@@ -261,7 +199,7 @@ class FrameDrawing:
 
     def _update_pca_panel(self, frame):
         ax, start, end, seq_len = self.pca_axes, frame.inputs_2d, frame.outputs_2d, frame.seq_len  # (seq_len, 2)
-        colors = np.where(frame.real, _INPUT_COLOR, _PAD_COLOR)
+        colors = np.where(frame.real, INPUT_COLOR, PAD_COLOR)
         self.pca_inputs.set_offsets(start)
         self.pca_inputs.set_edgecolors(colors)
         self.pca_outputs.set_offsets(end)

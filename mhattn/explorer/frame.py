@@ -11,7 +11,7 @@ What a frame holds, so that it can be recomputed independently::
     # untrained: the tokens and the weights come from two independent random streams
     x = np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model))
                   for b in (0, 1)])                        # (2, seq_len, d_model)
-    output, weights = MultiHeadAttention(d_model, num_heads, seed=seed)(x, mask)
+    output, weights = attention_layer(d_model, num_heads, seed, positions)(x, mask)  # RoPE or none
     # shown: sequence 1 (the second of the batch): weights[1] and embedding_shift_2d(x[1], output[1])
 
     # trained: the model's residual stream, layer by layer, up to the layer shown
@@ -27,36 +27,37 @@ longer ``seq_len`` adds tokens at the end and leaves the others as they were. Fo
 ``mask="padding"`` the second sequence keeps its first ``padded_length(seq_len)`` tokens.
 """
 
-import inspect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import checks
+from ..checks.door import checked
+from ..checks.explorer import (  # noqa: F401 (the explorer's limits and menus, shown here too)
+    D_MODELS,
+    DEFAULT_TOKENS,
+    MASKS,
+    MAX_HEADS,
+    MAX_SEED,
+    MAX_SEQ_LEN,
+    MIN_SEQ_LEN,
+    POSITIONS,
+    TRAINED_LAYERS,
+    check_state,
+    head_choices,
+    parse_tokens,
+    position_choices,
+    rope_fits,
+    state_args,
+)
 from ..core.masks import causal_mask, padding_mask
 from ..core.multihead import MultiHeadAttention
 from ..learn import circuits
 from ..learn.generate import generate
-from ..learn.model import LETTERS, decode_tokens, encode_letters, load_trained
+from ..learn.model import decode_tokens, encode_letters, load_trained
 from ..pictures.embedding_shift import embedding_shift_2d
 
-MIN_SEQ_LEN, MAX_SEQ_LEN = 2, 32
-D_MODELS = (12, 16, 32, 48, 64)
-MAX_HEADS = 8  # more panels than this would be too small to read
-MASKS = ("none", "causal", "padding")
-MAX_SEED = 2**32 - 1  # the largest seed np.random.RandomState accepts
 SHOWN = 1  # untrained, the explorer shows sequence 1 of the batch of two (the one padding shortens)
-DEFAULT_TOKENS = "a b c d x a b c"
 CONTINUATION = 5  # trained: how many tokens the model writes after the typed ones
-TRAINED_LAYERS = 2  # layers of the shipped trained model (mhattn/data/induction.npz)
-#: What ``positions`` may be: untrained, no positions or rotary ones (RoPE); trained, the
-#: model's learned position embeddings or none.
-POSITIONS = {False: ("none", "rope"), True: ("learned", "none")}
-
-
-def head_choices(d_model):
-    """The head counts the explorer offers for ``d_model``: divisors of it, at most ``MAX_HEADS``."""
-    return tuple(h for h in range(1, MAX_HEADS + 1) if d_model % h == 0)
 
 
 def padded_length(seq_len):
@@ -64,19 +65,11 @@ def padded_length(seq_len):
     return seq_len - seq_len // 2
 
 
-def rope_available():
-    """Whether :class:`~mhattn.MultiHeadAttention` takes ``rope=True`` (rotary positions)."""
-    return "rope" in inspect.signature(MultiHeadAttention).parameters
-
-
-def rope_fits(d_model, num_heads):
-    """Whether RoPE can act on heads of ``d_k = d_model // num_heads``: it turns pairs, so d_k must be even."""
-    return (d_model // num_heads) % 2 == 0
-
-
-def position_choices(trained):
-    """The ``positions`` values the explorer offers for this kind of weights."""
-    return tuple(p for p in POSITIONS[bool(trained)] if p != "rope" or rope_available())
+def attention_layer(d_model, num_heads, seed, positions):
+    """The untrained layer: plain multi-head attention, or (``positions="rope"``) with RoPE on queries and keys."""
+    if positions == "rope":
+        return MultiHeadAttention(d_model, num_heads, seed, rope=True)
+    return MultiHeadAttention(d_model, num_heads, seed)
 
 
 def random_tokens(seed, seq_len, d_model):
@@ -89,27 +82,15 @@ def random_tokens(seed, seq_len, d_model):
     return np.stack([np.random.default_rng([seed, b + 1]).standard_normal((seq_len, d_model)) for b in (0, 1)])
 
 
-def parse_tokens(text, longest=MAX_SEQ_LEN):
-    """The letters of ``text`` as token ids ``(seq_len,)``, or a ValueError that says what to type."""
-    if not isinstance(text, str):
-        raise TypeError(f"tokens must be a str of letters, like {DEFAULT_TOKENS!r}; got {text!r}")
-    try:
-        tokens = encode_letters(text)
-    except ValueError as error:  # it names the text; the explorer's setting is called tokens
-        raise ValueError(f"tokens {str(error).removeprefix('text ')}") from None
-    if not MIN_SEQ_LEN <= len(tokens) <= longest:
-        raise ValueError(f"tokens must hold {MIN_SEQ_LEN} to {longest} letters; got {len(tokens)} in {text!r}")
-    return tokens
-
-
 @dataclass(frozen=True)
 class State:
-    """Every setting of the explorer. Check one with :func:`check_state`.
+    """Every setting of the explorer, checked as it is made (a clear error names any it cannot show).
 
     ``trained`` chooses the weights; ``seq_len``, ``d_model``, ``num_heads``, ``seed`` and
     ``mask`` act on the untrained layer, ``tokens`` and ``layer`` on the trained model, and
     ``positions`` on both (see ``POSITIONS``; None means the first choice: "none" untrained,
-    "learned" trained).
+    "learned" trained). Whether the model has that layer and knows those letters is checked
+    where a frame shows it (:func:`check_state`).
     """
 
     trained: bool = False
@@ -127,46 +108,7 @@ class State:
         return POSITIONS[self.trained][0] if self.positions is None else self.positions
 
 
-def check_state(state, model=None, *, unused=True):
-    """``state`` with every setting checked (a clear error names any that the explorer cannot show).
-
-    ``model`` is the trained model the frame will show (None: the shipped one, two layers):
-    ``layer`` must be one of its layers and ``tokens`` ids of its vocabulary. ``unused=False``
-    leaves out the tokens when the weights are untrained (they never read them): a frame
-    needs only what it shows, the widget all it may switch to.
-    """
-    if not isinstance(state, State):  # a frozen dataclass: replace() below needs one
-        raise TypeError(f"state must be an mhattn.explorer.State; got {state!r} of type {type(state).__name__}")
-    d_model = checks.positive_int("d_model", state.d_model)
-    if d_model not in D_MODELS:
-        raise ValueError(f"d_model must be one of {D_MODELS}; got {d_model}")
-    num_heads = checks.positive_int("num_heads", state.num_heads)
-    if num_heads not in head_choices(d_model):
-        raise ValueError(f"num_heads must divide d_model = {d_model} and be at most {MAX_HEADS}: one of "
-                         f"{head_choices(d_model)}; got {num_heads}")
-    seq_len = checks.positive_int("seq_len", state.seq_len)
-    if not MIN_SEQ_LEN <= seq_len <= MAX_SEQ_LEN:
-        raise ValueError(f"seq_len must be in [{MIN_SEQ_LEN}, {MAX_SEQ_LEN}]; got {seq_len}")
-    if state.mask not in MASKS:
-        raise ValueError(f"mask must be one of {MASKS}; got {state.mask!r}")
-    trained = checks.flag("trained", state.trained)
-    num_layers = TRAINED_LAYERS if model is None else len(model.layers)
-    layer = checks.index("layer", state.layer, num_layers)
-    if trained or unused:
-        tokens = parse_tokens(state.tokens, MAX_SEQ_LEN if model is None else min(model.max_len, MAX_SEQ_LEN))
-        vocab = len(LETTERS) if model is None else model.vocab
-        if tokens.max() >= vocab:
-            raise ValueError(f"tokens must be letters the model knows, the first {vocab} of a-z; got "
-                             f"{state.tokens!r}")
-    choices = position_choices(trained)
-    if state.positions is not None and state.positions not in choices:
-        kind = "trained" if trained else "untrained"
-        raise ValueError(f"positions must be one of {choices} for the {kind} weights; got {state.positions!r}")
-    if state.positions == "rope" and not trained and not rope_fits(d_model, num_heads):
-        raise ValueError(f"positions='rope' needs an even d_k = d_model // num_heads (RoPE turns pairs of "
-                         f"coordinates); got d_k = {d_model // num_heads}")
-    return replace(state, trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads,
-                   seed=checks.seed(state.seed), layer=layer)
+State.__init__ = checked(state_args)(State.__init__)  # the door of every State (dataclasses write __init__)
 
 
 @dataclass(frozen=True)
@@ -198,6 +140,8 @@ class Frame:
         Trained, with learned positions: the next ``k = min(CONTINUATION, max_len + 1 -
         seq_len)`` tokens the model writes after the typed ones, greedily, one at a time
         through one KV cache per layer (:func:`mhattn.learn.generate.generate`).
+    num_layers : int or None
+        Trained: how many layers the model has (``state.layer`` is one of them).
     """
 
     state: State
@@ -214,6 +158,7 @@ class Frame:
     predictions: np.ndarray | None = None
     scores: dict = field(default_factory=dict)
     continuation: np.ndarray | None = None  # the trained model's next tokens (see the docstring)
+    num_layers: int | None = None  # trained: how many layers the model has
 
     @property
     def num_heads(self):
@@ -230,7 +175,7 @@ def compute_frame(state, model=None):
     Parameters
     ----------
     state : State
-        Checked here (:func:`check_state`).
+        A state the model can show (:func:`check_state`).
     model : mhattn.learn.model.InductionModel, optional
         The trained model; default :func:`mhattn.learn.model.load_trained` (read on each call:
         pass it to draw many frames).
@@ -239,10 +184,6 @@ def compute_frame(state, model=None):
     -------
     Frame
     """
-    if model is not None and not all(hasattr(model, part) for part in ("layers", "embed", "pos", "max_len", "vocab")):
-        raise TypeError(f"model must be an mhattn InductionModel or None; got {model!r} of type "
-                        f"{type(model).__name__}")
-    state = check_state(state, model, unused=False)
     if state.trained:
         return _trained_frame(state, model)
     return _untrained_frame(state)
@@ -256,8 +197,7 @@ def _untrained_frame(state):
         "causal": causal_mask(seq_len),  # (seq_len, seq_len)
         "padding": padding_mask(np.array([seq_len, padded_length(seq_len)]), seq_len),  # (2, 1, 1, seq_len)
     }[state.mask]
-    rope = {"rope": True} if state.position_mode == "rope" else {}
-    output, weights = MultiHeadAttention(d_model, num_heads, seed, **rope)(x, mask)
+    output, weights = attention_layer(d_model, num_heads, seed, state.position_mode)(x, mask)
     allowed = np.ones((2, 1, seq_len, seq_len), dtype=bool)
     if mask is not None:
         allowed = allowed & mask  # (2, 1, seq_len, seq_len)
@@ -269,7 +209,7 @@ def _untrained_frame(state):
 
 def _trained_frame(state, model):
     model = load_trained() if model is None else model
-    tokens = parse_tokens(state.tokens, min(model.max_len, MAX_SEQ_LEN))
+    tokens = encode_letters(state.tokens)  # (seq_len,)
     seq_len, use_positions = len(tokens), state.position_mode == "learned"
     mask = causal_mask(seq_len)  # (seq_len, seq_len): the mask the model was trained with
     h = model.embed[tokens]  # (seq_len, d_model): the residual stream
@@ -288,4 +228,4 @@ def _trained_frame(state, model):
         continuation = generate(model, tokens, min(CONTINUATION, model.max_len + 1 - seq_len))
     return Frame(state, weights[0], mask, h_before[None], h[None], inputs_2d, outputs_2d, explained,
                  np.ones(seq_len, dtype=bool), decode_tokens(tokens).split(), tokens, predictions, scores,
-                 continuation)
+                 continuation, len(model.layers))

@@ -55,7 +55,7 @@ def _trained_readout_html(frame):
     state, num_heads, seq_len = frame.state, frame.num_heads, frame.seq_len
     d_model = frame.x.shape[-1]
     letters = html.escape(" ".join(frame.labels))
-    lines = [f"<code>trained model · layer {state.layer} of 2 · num_heads={num_heads} · "
+    lines = [f"<code>trained model · layer {state.layer} of {frame.num_layers} · num_heads={num_heads} · "
              f"d_k={d_model // num_heads} · mask=causal · positions={state.position_mode} · "
              f"{seq_len} tokens: {letters}</code>"]
     previous = " ".join(f"{s:.2f}" for s in frame.scores["previous_token"])

@@ -2,8 +2,6 @@
 
 import numpy as np
 
-from .. import checks
-
 
 def embedding_shift_2d(inputs, outputs):
     """Project input and output token vectors into one shared 2-D PCA plane.
@@ -33,21 +31,18 @@ def embedding_shift_2d(inputs, outputs):
     importing scikit-learn costs each time the explorer starts. Each component's sign is fixed
     so that its largest-magnitude loading is positive (scikit-learn's own sign convention has
     changed between releases); the picture is then the same on every run and every version.
+    The stack is first divided by a power of two near its largest entry (exactly: the plane is
+    the same), so that squared singular values neither overflow (entries near 1e200) nor
+    underflow (near 1e-200).
     """
-    inputs, outputs = (checks.real_array(n, a) for n, a in (("inputs", inputs), ("outputs", outputs)))
-    checks.ndim("inputs", inputs, 2, "(seq_len, d_model)")
-    if outputs.shape != inputs.shape:
-        raise ValueError(f"outputs must have the shape of inputs {inputs.shape}; got shape {outputs.shape}")
-    if inputs.shape[0] < 2:
-        raise ValueError(f"inputs must hold at least 2 tokens for a 2-D PCA; got shape {inputs.shape}")
     stacked = np.vstack([inputs, outputs]).astype(np.float64)  # (2 * seq_len, d_model)
-    centred = stacked - stacked.mean(axis=0)  # (2 * seq_len, d_model)
+    scale = 2.0 ** (np.frexp(np.abs(stacked).max())[1] - 1)  # a power of two near the largest entry
+    unit = stacked / scale  # entries in (-2, 2): their squares neither overflow nor underflow
+    centred = unit - unit.mean(axis=0)  # (2 * seq_len, d_model)
     _, singular, axes = np.linalg.svd(centred, full_matrices=False)  # rows of axes: the principal axes
     variance = singular**2  # each axis's share of the variance, up to a common factor
-    if variance.sum() == 0:
-        raise ValueError("inputs and outputs must not all be the same vector: they span no plane to project on")
     components = axes[:2]  # (2, d_model)
     signs = np.sign(components[np.arange(2), np.abs(components).argmax(axis=1)])  # (2,)
-    points = centred @ (components.T * signs)  # (2 * seq_len, 2)
+    points = (centred @ (components.T * signs)) * scale  # (2 * seq_len, 2), in the units of the inputs
     seq_len = inputs.shape[0]
     return points[:seq_len], points[seq_len:], variance[:2] / variance.sum()

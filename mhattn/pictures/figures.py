@@ -12,7 +12,7 @@ from pathlib import Path
 SAVE_VARIABLE = "MHATTN_SAVE_FIGURES"
 
 
-def save_figure(fig, path, **savefig_kwargs):
+def save_figure(fig, path, *, bbox_inches=None):
     """Write ``fig`` to ``path`` (PNG, 100 dpi, no timestamp) when refreshing; return whether it wrote.
 
     Parameters
@@ -20,11 +20,10 @@ def save_figure(fig, path, **savefig_kwargs):
     fig : matplotlib.figure.Figure
     path : str or pathlib.Path
         Where the PNG goes, e.g. ``FIGURES / "04_attention_heads.png"``.
-    **savefig_kwargs
-        Passed on to ``fig.savefig`` (``bbox_inches="tight"``, say).
+    bbox_inches : None or "tight", keyword only
+        Passed on to ``fig.savefig``: "tight" crops the empty margin.
     """
     if os.environ.get(SAVE_VARIABLE) != "1":
         return False
-    savefig_kwargs = {"dpi": 100, "metadata": {"Software": None}, **savefig_kwargs}
-    fig.savefig(Path(path), **savefig_kwargs)
+    fig.savefig(Path(path), dpi=100, metadata={"Software": None}, bbox_inches=bbox_inches)
     return True

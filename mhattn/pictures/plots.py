@@ -7,7 +7,6 @@ computes attention: the numbers come from the rest of the package.
 
 import numpy as np
 
-from .. import checks
 from ..checks.optional import require
 
 # matplotlib comes with the chapter's extra (mhattn's core needs NumPy only): without it,
@@ -19,29 +18,9 @@ Line2D = require("matplotlib.lines").Line2D
 WEIGHTS_CMAP = "Blues"
 
 
-def _labels(name, labels, count):
-    """``labels`` as a list of ``count`` strings (``0, 1, ...`` when None)."""
-    if labels is None:
-        return [str(i) for i in range(count)]
-    if isinstance(labels, str):
-        raise TypeError(f"{name} must be a sequence of {count} labels, not a single string {labels!r}")
-    labels = [str(label) for label in labels]
-    if len(labels) != count:
-        raise ValueError(f"{name} must hold {count} labels, one per position; got {len(labels)}")
-    return labels
-
-
-def _weights(name, weights, expected_ndim, layout):
-    weights = checks.finite(name, checks.real_array(name, weights))
-    if weights.ndim == expected_ndim + 1 and weights.shape[0] == 1:
-        hint = f" (a batch of one? pass {name}[0])"
-    else:
-        hint = ""
-    if weights.ndim != expected_ndim:
-        raise ValueError(f"{name} must be {expected_ndim}-D with shape {layout}; got shape {weights.shape}{hint}")
-    if (weights < 0).any():
-        raise ValueError(f"{name} must be attention weights (non-negative); found minimum {weights.min():.3g}")
-    return weights
+def _numbered(labels, count, prefix=""):
+    """``labels``, or ``prefix0, prefix1, ...`` when None."""
+    return [f"{prefix}{i}" for i in range(count)] if labels is None else labels
 
 
 def _steady(points):
@@ -84,12 +63,8 @@ def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", 
         The heatmap; ``image.axes`` is the Axes, ``image.get_array()`` the weights.
         Pass it to ``fig.colorbar`` (:func:`plot_heads` does).
     """
-    weights = _weights("weights", weights, 2, "(seq_q, seq_k)")
     seq_q, seq_k = weights.shape
-    if tokens is not None and seq_q != seq_k:
-        raise ValueError(f"tokens label square weights only; got weights of shape {weights.shape}")
-    query_labels = _labels("tokens", tokens, seq_q)
-    key_labels = _labels("tokens", tokens, seq_k)
+    query_labels, key_labels = _numbered(tokens, seq_q), _numbered(tokens, seq_k)
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 4.2), layout="constrained")
     vmax = float(weights.max()) if vmax is None else float(vmax)
@@ -134,7 +109,6 @@ def plot_heads(weights, tokens=None, *, title=None, vmax=1.0, annotate=True, fig
     matplotlib.figure.Figure
         ``num_heads`` heatmap Axes (titled ``head 0``, ``head 1``, ...) then one colour bar Axes.
     """
-    weights = _weights("weights", weights, 3, "(num_heads, seq_q, seq_k)")
     num_heads = weights.shape[0]
     columns = {1: 1, 2: 2, 4: 2}.get(num_heads, 3)
     rows = -(-num_heads // columns)
@@ -207,24 +181,9 @@ def plot_embedding_shift(
     -------
     matplotlib.axes.Axes
     """
-    points = []
-    for name, array in (("inputs_2d", inputs_2d), ("outputs_2d", outputs_2d)):
-        array = checks.finite(name, checks.real_array(name, array))
-        checks.ndim(name, array, 2, "(seq_len, 2)")
-        if array.shape[1] != 2:
-            raise ValueError(f"{name} must have shape (seq_len, 2); got shape {array.shape}")
-        points.append(array)
-    inputs_2d, outputs_2d = (_steady(array) for array in points)
-    if outputs_2d.shape != inputs_2d.shape:
-        raise ValueError(f"outputs_2d must have the shape of inputs_2d {inputs_2d.shape}; got {outputs_2d.shape}")
+    inputs_2d, outputs_2d = _steady(inputs_2d), _steady(outputs_2d)
     seq_len = inputs_2d.shape[0]
-    labels = [f"pos {i}" for i in range(seq_len)] if labels is None else _labels("labels", labels, seq_len)
-    if explained is not None:
-        explained = checks.real_array("explained", explained)
-        if explained.shape != (2,):
-            raise ValueError(f"explained must have shape (2,); got shape {explained.shape}")
-    if label_at not in ("inputs", "outputs"):
-        raise ValueError(f'label_at must be "inputs" or "outputs"; got {label_at!r}')
+    labels = _numbered(labels, seq_len, "pos ")
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 6), layout="constrained")
 
@@ -255,9 +214,7 @@ def plot_embedding_shift(
         Line2D([], [], markerfacecolor="dimgray", label=output_label, **marker),
     ]
     if centre is not None:
-        centre = _steady(checks.finite("centre", checks.real_array("centre", centre)))
-        if centre.shape != (2,):
-            raise ValueError(f"centre must have shape (2,); got shape {centre.shape}")
+        centre = _steady(centre)
         ax.scatter(*centre, marker="*", s=300, color="black", zorder=4)
         handles.append(Line2D([], [], marker="*", linestyle="none", markersize=16, color="black", label=centre_label))
     ax.legend(handles=handles, loc="best")

@@ -6,14 +6,19 @@ import textwrap
 
 from ..checks.optional import require
 
+#: the decorators that put a door on a method: what a listing leaves out (the check is one ``?`` away)
+DOOR_DECORATORS = ("checked", "moves_numbers")
+
 
 def show_source(obj, *, docstring=False):
     """Display the source of a function, class or method from ``mhattn`` as highlighted code.
 
     The notebooks call this instead of pasting code: what the reader sees is the code the
     package runs, and nbval fails if the package changes without the notebook's stored
-    output being refreshed. The docstrings are left out unless asked for: the code is what a
-    listing is for, and the documentation stays one ``?`` away (``obj?`` in Jupyter).
+    output being refreshed. A listing shows what the code does: the plain function behind a
+    door (``__wrapped__``), without the ``@checked(...)`` lines that check a method's
+    arguments, and without docstrings unless asked for. The documentation and the checks
+    stay one ``?`` away (``obj?`` in Jupyter).
 
     Parameters
     ----------
@@ -26,24 +31,40 @@ def show_source(obj, *, docstring=False):
     IPython.display.Markdown
         A fenced Python block; JupyterLab and GitHub both render it highlighted.
     """
-    if not isinstance(docstring, bool):
-        raise TypeError(f"docstring must be True or False; got {docstring!r} of type {type(docstring).__name__}")
-    try:
-        source = inspect.getsource(obj)
-    except TypeError:
-        raise TypeError(f"obj must be a function, class or method with Python source; got {obj!r}") from None
+    source = without_door_decorators(inspect.getsource(inspect.unwrap(obj)))
     code = source if docstring else without_docstrings(source)
     return require("IPython.display").Markdown(f"```python\n{code.rstrip()}\n```")
 
 
-def without_docstrings(source):
-    """``source`` with the docstring of every function and class in it removed (whole lines)."""
-    dedented = textwrap.dedent(source)
-    drop = set()
-    for node in ast.walk(ast.parse(dedented)):
-        definition = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        if definition and ast.get_docstring(node) is not None:
-            first = node.body[0]
-            drop.update(range(first.lineno - 1, first.end_lineno))
+def _definitions(source):
+    """Every function and class defined in ``source`` (which may be indented, a method's)."""
+    for node in ast.walk(ast.parse(textwrap.dedent(source))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node
+
+
+def _without_lines(source, drop):
     lines = source.splitlines(keepends=True)
     return "".join(line for number, line in enumerate(lines) if number not in drop)
+
+
+def without_docstrings(source):
+    """``source`` with the docstring of every function and class in it removed (whole lines)."""
+    drop = set()
+    for node in _definitions(source):
+        if ast.get_docstring(node) is not None:
+            first = node.body[0]
+            drop.update(range(first.lineno - 1, first.end_lineno))
+    return _without_lines(source, drop)
+
+
+def without_door_decorators(source):
+    """``source`` without the ``@checked(...)`` (and ``@moves_numbers(...)``) decorators (whole lines)."""
+    drop = set()
+    for node in _definitions(source):
+        for decorator in node.decorator_list:
+            call = decorator.func if isinstance(decorator, ast.Call) else decorator
+            name = call.attr if isinstance(call, ast.Attribute) else getattr(call, "id", None)
+            if name in DOOR_DECORATORS:
+                drop.update(range(decorator.lineno - 1, decorator.end_lineno))
+    return _without_lines(source, drop)
