@@ -69,7 +69,7 @@ def explorer_data(seeds=SEEDS):
     return {
         "limits": {"minSeqLen": frame.MIN_SEQ_LEN, "maxSeqLen": frame.MAX_SEQ_LEN, "dModels": list(frame.D_MODELS),
                    "maxHeads": frame.MAX_HEADS, "masks": list(frame.MASKS), "seeds": list(seeds),
-                   "shown": frame.SHOWN, "defaultTokens": frame.DEFAULT_TOKENS, "rope": frame.rope_available(),
+                   "shown": frame.SHOWN, "defaultTokens": frame.DEFAULT_TOKENS, "rope": True,
                    "ropeBase": 10000.0},
         "random": {"tokens": tokens},
         "trained": {"vocab": model.vocab, "maxLen": model.max_len, "dModel": model.d_model,

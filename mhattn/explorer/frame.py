@@ -51,6 +51,7 @@ from ..checks.explorer import (  # noqa: F401 (the explorer's limits and menus, 
 )
 from ..core.masks import causal_mask, padding_mask
 from ..core.multihead import MultiHeadAttention
+from ..core.rotary import RotaryMultiHeadAttention
 from ..learn import circuits
 from ..learn.generate import generate
 from ..learn.model import decode_tokens, encode_letters, load_trained
@@ -68,7 +69,7 @@ def padded_length(seq_len):
 def attention_layer(d_model, num_heads, seed, positions):
     """The untrained layer: plain multi-head attention, or (``positions="rope"``) with RoPE on queries and keys."""
     if positions == "rope":
-        return MultiHeadAttention(d_model, num_heads, seed, rope=True)
+        return RotaryMultiHeadAttention(d_model, num_heads, seed, rope=True)
     return MultiHeadAttention(d_model, num_heads, seed)
 
 
