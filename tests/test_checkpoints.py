@@ -10,6 +10,8 @@ import textwrap
 import zipfile
 
 import numpy as np
+
+from mhattn import MultiHeadAttention, RotaryMultiHeadAttention
 import pytest
 
 from mhattn.learn.model import InductionModel
@@ -23,10 +25,14 @@ def _model():
 
 def test_each_layers_rope_settings_survive_a_round_trip(tmp_path):
     model = _model()
-    model.layers[1].rope, model.layers[1].rope_base = True, 500.0
+    plain = model.layers[1]
+    model.layers[1] = RotaryMultiHeadAttention(plain.d_model, plain.num_heads, rope_base=500.0)
+    model.layers[1].W_qkv, model.layers[1].W_o = plain.W_qkv, plain.W_o
     expected = model(TOKENS)[0]
     loaded = InductionModel.load(model.save(tmp_path / "m.npz"))
-    assert (loaded.layers[0].rope, loaded.layers[1].rope, loaded.layers[1].rope_base) == (False, True, 500.0)
+    assert (getattr(loaded.layers[0], "rope", False), loaded.layers[1].rope, loaded.layers[1].rope_base) == (
+        False, True, 500.0)
+    assert (type(loaded.layers[0]), type(loaded.layers[1])) == (MultiHeadAttention, RotaryMultiHeadAttention)
     np.testing.assert_array_equal(loaded(TOKENS)[0], expected)
 
 

@@ -89,11 +89,22 @@ def live_heads(model, layer0, layer1, kind):
     """Raise unless every head of ``layer0`` writes (OV) and every head of ``layer1`` reads (its ``kind``'s matrix)."""
     for layer, name in ((layer0, "OV"), (layer1, READERS[kind])):
         for head in range(model.num_heads):
-            W_q, W_k, W_v, W_o = model.layers[layer].head_weights(head)
+            W_q, W_k, W_v, W_o = _head_slices(model.layers[layer], head)
             matrix = W_v @ W_o if name == "OV" else W_k @ W_q.T  # (d_model, d_model)
             if not np.abs(matrix).max() > 0:
                 raise ValueError(f"head {head} of layer {layer} is dead (its {name} matrix is zero): it has no "
                                  "composition score")
+
+
+def _head_slices(layer, head):
+    """``(W_Q, W_K, W_V, W_O)`` of one head of a model's layer (queries, keys, values side by side in ``W_qkv``).
+
+    A model's layers have as many key/value heads as query heads (its checkpoints hold no
+    other), so each block of ``W_qkv`` is ``d_model`` wide.
+    """
+    columns = slice(head * layer.d_k, (head + 1) * layer.d_k)
+    W_q, W_k, W_v = (block[:, columns] for block in np.split(np.asarray(layer.W_qkv), 3, axis=-1))
+    return W_q, W_k, W_v, np.asarray(layer.W_o)[columns]
 
 
 def composition_baseline_args(d_model, rank, draws, seed):
