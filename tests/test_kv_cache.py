@@ -391,6 +391,17 @@ def test_a_failed_step_puts_back_what_it_truncated_and_appended():
     np.testing.assert_array_equal(cache.values, values)
 
 
+def test_a_view_handed_out_by_a_failed_step_keeps_its_tokens():
+    cache = KVCache()
+    cache.extend(np.zeros((1, 1, 2, 2)), np.zeros((1, 1, 2, 2)))
+    with pytest.raises(KeyboardInterrupt), cache.undo_on_error():
+        K_all, V_all, _ = cache.extend(np.ones((1, 1, 1, 2)), np.ones((1, 1, 1, 2)))
+        raise KeyboardInterrupt
+    cache.extend(np.full((1, 1, 1, 2), 2.0), np.full((1, 1, 1, 2), 2.0))  # position 2 again
+    np.testing.assert_array_equal(K_all[0, 0, :, 0], [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(cache.keys[0, 0, :, 0], [0.0, 0.0, 2.0])
+
+
 def test_views_cannot_be_made_writable():
     cache = KVCache()
     _decode(cache, RNG.standard_normal((1, 2, 8)))

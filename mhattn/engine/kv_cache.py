@@ -218,7 +218,11 @@ class KVCache:
         return self._keys, self._values, self._length, self._owner
 
     def _restore(self, state):
-        self._keys, self._values, self._length, self._owner = state
+        """Put back a state of :meth:`_state`, in copies of its buffers if they changed since."""
+        keys, values, length, owner = state
+        if keys is not None and (keys is not self._keys or length != self._length):
+            keys, values = keys.copy(), values.copy()  # the next step writes here: views handed out keep their tokens
+        self._keys, self._values, self._length, self._owner = keys, values, length, owner
 
     def __repr__(self):
         shape = None if self._keys is None else (self._keys.shape[0], self._keys.shape[1], self._length)

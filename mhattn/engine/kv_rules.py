@@ -12,9 +12,10 @@ still call the cache's methods (the module's ``extend``).
 
 **A failed step is undone.** A step remembers the cache's state when it starts (the
 buffers, the length, the owner) and puts it back if the step raises: no token of a failed
-step stays behind, so a retry does not cache it twice. Nothing is copied for that: every
-change the cache makes leaves the cached tokens of the old buffers as they were (appending
-writes after them; truncating, clearing and growing switch to new buffers).
+step stays behind, so a retry does not cache it twice. Remembering copies nothing: every
+change the cache makes leaves the tokens of the old buffers as they were (appending writes
+after them; truncating, clearing and growing switch to new buffers). Putting back copies
+the buffers once, so that views the failed step handed out keep their tokens.
 
 **One owner.** A cache holds the keys of one module: another module's keys, even of the same
 sizes, would be silently wrong. The first module that extends a cache becomes its owner
@@ -31,8 +32,8 @@ class Step:
 
     ``with cache.undo_on_error(): ...`` runs a block as a step. The lock is taken when the
     block starts, or earlier by :meth:`take` (a method's argument check takes it, so that
-    the check and the change see the same cache); a thread holding the lock of another step
-    is refused with ``RuntimeError``.
+    the check and the change see the same cache); while another thread holds it, taking it
+    raises ``RuntimeError``. One ``with`` block per step.
     """
 
     def __init__(self, cache, what):
