@@ -170,7 +170,7 @@ class KVCache:
     def undo_on_error(self):
         """A decoding step: the cache is this thread's alone until it ends, and undone if it fails.
 
-        :meth:`mhattn.MultiHeadAttention.forward` runs inside it (``with
+        A module's forward with ``kv_cache=cache`` runs inside it (``with
         cache.undo_on_error(): ...``). From the block's start to its end, another thread that
         starts a step, or calls :meth:`extend`, :meth:`truncate` or :meth:`clear`, is refused
         with ``RuntimeError``: the step reads ``len(self)`` (its new tokens' positions, by
