@@ -334,16 +334,16 @@ def test_is_causal_with_the_issue_signature_and_no_keys():
 @pytest.mark.parametrize("seq_q, seq_k, expected", [(8, 8, 10), (4, 8, 3), (8, 4, 7), (9, 8, 14)])
 def test_is_causal_skips_the_tiles_above_the_diagonal(monkeypatch, seq_q, seq_k, expected):
     """Tiles of 2 x 2: only tiles with a key at or before one of their queries are computed."""
-    from mhattn.engine import flash
+    from mhattn.engine import tiles
 
     calls = []
-    scores = flash._Tiles.scores
+    scores = tiles.Tiles.scores
 
     def counted(self, q, k, blocked):
         calls.append(k.shape)
         return scores(self, q, k, blocked)
 
-    monkeypatch.setattr(flash._Tiles, "scores", counted)
+    monkeypatch.setattr(tiles.Tiles, "scores", counted)
     Q, K, V = random_qkv(rng, (seq_q, 4), (seq_k, 4))
     flash_attention(Q, K, V, block_q=2, block_k=2, is_causal=True)
     # query tile r (rows 2r, 2r+1) needs key tiles 0 .. r (those holding a key <= 2r + 1), at most seq_k / 2

@@ -3,6 +3,9 @@
 import copy
 import gc
 import pickle
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -344,6 +347,59 @@ def test_pickled_cache_continues_decoding():
     np.testing.assert_array_equal(restored.keys, cache.keys)
     rest = _decode(restored, x[:, 3:])
     np.testing.assert_allclose(rest, _full(x)[:, 3:], atol=1e-12)
+
+
+def test_a_cache_truncated_to_no_tokens_and_pickled_decodes_again():
+    """Its restored buffers hold 0 tokens: the next step must not try to double a capacity of 0 forever.
+
+    Run in a fresh interpreter, so that a step that never returns fails the test instead of hanging it.
+    """
+    script = """
+        import pickle
+        import numpy as np
+        from mhattn import MultiHeadAttention, causal_mask
+        from mhattn.engine import KVCache
+        mha = MultiHeadAttention(8, 2, seed=5)
+        x = np.random.default_rng(0).standard_normal((2, 3, 8))
+        cache = KVCache()
+        mha(x, kv_cache=cache)
+        cache.truncate(0)
+        restored = pickle.loads(pickle.dumps(cache))
+        steps = [mha(x[:, t : t + 1], kv_cache=restored)[0] for t in range(3)]
+        error = np.abs(np.concatenate(steps, axis=1) - mha(x, causal_mask(3))[0]).max()
+        print(len(restored), restored.capacity, error <= 1e-12)
+    """
+    try:
+        result = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                                timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the first step after restoring a pickled empty cache never returned")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["3", "16", "True"]
+
+
+def test_a_failed_step_puts_back_what_it_truncated_and_appended():
+    cache = KVCache()
+    _decode(cache, RNG.standard_normal((1, 4, 8)))
+    keys, values = cache.keys.copy(), cache.values.copy()
+    with pytest.raises(KeyboardInterrupt), cache.undo_on_error():
+        cache.truncate(1)
+        cache.extend(np.zeros((1, 2, 5, 4)), np.zeros((1, 2, 5, 4)), owner=MHA)  # grows the buffers, too
+        raise KeyboardInterrupt
+    assert len(cache) == 4
+    np.testing.assert_array_equal(cache.keys, keys)
+    np.testing.assert_array_equal(cache.values, values)
+
+
+def test_a_view_handed_out_by_a_failed_step_keeps_its_tokens():
+    cache = KVCache()
+    cache.extend(np.zeros((1, 1, 2, 2)), np.zeros((1, 1, 2, 2)))
+    with pytest.raises(KeyboardInterrupt), cache.undo_on_error():
+        K_all, V_all, _ = cache.extend(np.ones((1, 1, 1, 2)), np.ones((1, 1, 1, 2)))
+        raise KeyboardInterrupt
+    cache.extend(np.full((1, 1, 1, 2), 2.0), np.full((1, 1, 1, 2), 2.0))  # position 2 again
+    np.testing.assert_array_equal(K_all[0, 0, :, 0], [0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(cache.keys[0, 0, :, 0], [0.0, 0.0, 2.0])
 
 
 def test_views_cannot_be_made_writable():

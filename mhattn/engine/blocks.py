@@ -42,7 +42,6 @@ import math
 
 import numpy as np
 
-from .. import checks
 from .bounds import check_scores, key_norms, log_max_abs, safe_exponent, same_leading_axes
 
 # Scores per block: 2**18 float32 scores are 1 MiB, a core's L2 cache here. Measured (float32,
@@ -52,22 +51,13 @@ from .bounds import check_scores, key_norms, log_max_abs, safe_exponent, same_le
 BLOCK_SCORES = 2**18
 
 
-def blockwise_args(Q, K, V, mask, block_size, need_weights):
-    """Arguments of :func:`blockwise_attention`: those of the teaching path, and two more."""
-    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None,  # float16 becomes float32
-                                                    caller="blockwise_attention")
-    del arguments["dropout_p"], arguments["rng"]
-    block_size = None if block_size is None else checks.positive_int("block_size", block_size)
-    need_weights = checks.flag("need_weights", need_weights)
-    return arguments | {"block_size": block_size, "need_weights": need_weights}, result_dtype
-
-
-@checks.checked(blockwise_args)
 def blockwise_attention(Q, K, V, mask=None, *, block_size=None, need_weights=False):
     """Scaled dot-product attention, computed ``block_size`` queries at a time.
 
     The same numbers as :func:`mhattn.scaled_dot_product_attention` (up to rounding), with
     the same checks, dtypes (float16 is computed in float32) and fully-masked-row rule.
+    Called as ``mhattn.blockwise_attention`` (or ``mhattn.engine.blockwise_attention``), its
+    arguments are checked first by :func:`mhattn.checks.engine.blockwise_args`.
 
     Parameters
     ----------
@@ -105,8 +95,8 @@ def blockwise_attention(Q, K, V, mask=None, *, block_size=None, need_weights=Fal
 def attention_in_blocks(Q, K, V, mask=None, *, block_size=None, need_weights=True):
     """The block loop, for arrays already checked; returns ``(output, weights or None)``.
 
-    Runs inside a checked call (:func:`blockwise_attention`,
-    :meth:`mhattn.MultiHeadAttention.forward`), which has cast float16 to float32, silenced
+    Runs inside a checked call (:func:`mhattn.engine.blockwise_attention`, the forward of
+    :class:`mhattn.engine.FastMultiHeadAttention`), which has cast float16 to float32, silenced
     NumPy's overflow warnings and checks the result for overflow. ``mask`` must broadcast
     to ``(..., seq_q, seq_k)``.
     """

@@ -36,8 +36,9 @@ import math
 
 import numpy as np
 
-from .. import checks
-from .bounds import check_scores, key_norms, log_max_abs, safe_exponent, same_leading_axes
+from ..checks import overflow_error
+from .bounds import key_norms, log_max_abs, same_leading_axes
+from .tiles import Tiles
 
 # Scores per tile: 2**17 float32 scores (512 KiB) stay in a core's L2 cache through every
 # pass over the tile. Key tiles of KEY_TILE keys; query tiles fill the rest.
@@ -50,7 +51,9 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal
 
     The same numbers as :func:`mhattn.scaled_dot_product_attention`'s output, up to
     rounding, with the same checks, dtypes and fully-masked-row rule; the extra memory
-    depends on the tile sizes only, never on ``seq_k``.
+    depends on the tile sizes only, never on ``seq_k``. Called as ``mhattn.flash_attention``
+    (or ``mhattn.engine.flash_attention``), its arguments are checked first by
+    :func:`mhattn.checks.engine.flash_args`.
 
     Parameters
     ----------
@@ -95,30 +98,7 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal
         If a score ``q . k / sqrt(d_k)`` overflows (finite but enormous ``Q`` and ``K``), or
         the output does not fit the output dtype.
     """
-    block_q = None if block_q is None else checks.positive_int("block_q", block_q)
-    block_k = None if block_k is None else checks.positive_int("block_k", block_k)
-    is_causal = checks.flag("is_causal", is_causal)
-    return_lse = checks.flag("return_lse", return_lse)
-    if is_causal and mask is not None:
-        raise ValueError(
-            "mask must be None when is_causal=True (is_causal builds each tile's causal mask itself); "
-            f"got a mask of shape {np.shape(mask)}. Pass one or the other, or combine them into one mask"
-        )
-    arguments, result_dtype = checks.attention_args(Q, K, V, mask, 0.0, None,  # float16 arrives as float32
-                                                    caller="flash_attention")
-    output, lse = attention_in_tiles(
-        arguments["Q"],
-        arguments["K"],
-        arguments["V"],
-        arguments["mask"],
-        block_q=block_q,
-        block_k=block_k,
-        is_causal=is_causal,
-    )
-    if result_dtype is not None:
-        output = output.astype(result_dtype)
-        if not _all_finite(output):
-            raise checks.overflow_error("flash_attention", result_dtype, "the output, an average of V,")
+    output, lse = attention_in_tiles(Q, K, V, mask, block_q=block_q, block_k=block_k, is_causal=is_causal)
     return (output, lse) if return_lse else output
 
 
@@ -126,6 +106,8 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     """:func:`flash_attention` for checked arrays; returns ``(output, lse)``.
 
     ``mask`` must broadcast to ``(..., seq_q, seq_k)``; with ``is_causal`` it must be None.
+    float16 arrays are computed in float32; the output goes back in their dtype, checked
+    for overflow there, and the log-sum-exp stays in the dtype it was computed in.
     """
     dtype = np.result_type(Q, K, V)
     work = np.float32 if dtype == np.float16 else dtype  # float16 has too few digits to sum seq_k terms
@@ -135,7 +117,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     lse = np.empty(lead + (seq_q,), dtype=work)  # (..., seq_q)
 
     heads, rows, keys = _tile_shape(lead[-1], seq_q, seq_k, block_q, block_k)
-    tiles = _Tiles(heads, rows, keys, d_k, d_v, work, mask is not None, is_causal)
+    tiles = Tiles(heads, rows, keys, d_k, d_v, work, mask is not None, is_causal)
     tiles.check_scores = _scores_may_overflow(Q, K, work)
     v_scale = _value_scale(V, seq_k, work)  # 1 unless the sum over keys could overflow
     key_norms, log_v_max = _key_norms_in_tiles(K), log_max_abs(V) + float(np.log(v_scale))  # (...) each
@@ -156,7 +138,7 @@ def attention_in_tiles(Q, K, V, mask=None, *, block_q=None, block_k=None, is_cau
     if dtype != work:
         output = output.astype(dtype)
     if not _all_finite(output):  # only if V is within rounding of the largest float
-        raise checks.overflow_error("flash_attention", dtype, "the output, an average of V,")
+        raise overflow_error("flash_attention", dtype, "the output, an average of V,")
     if not leading:  # 2-D inputs: drop the leading axis we added
         return output[0], lse[0]
     return output, lse
@@ -218,92 +200,6 @@ def _tile_shape(num_heads, seq_q, seq_k, block_q, block_k):
     if seq_q * keys <= TILE_SCORES:
         return max(1, min(num_heads, TILE_SCORES // (seq_q * keys))), seq_q, keys
     return 1, max(1, TILE_SCORES // keys), keys
-
-
-class _Tiles:
-    """Scratch arrays for one tile, allocated once and reused by every tile."""
-
-    def __init__(self, heads, rows, keys, d_k, d_v, dtype, masked, causal=False):
-        self.keys = keys
-        # 1 / sqrt(d_k) in the compute dtype (a float64 scale would cap longdouble at float64 accuracy)
-        self.scale = 1 / np.sqrt(np.dtype(dtype).type(d_k))
-        self.q = np.empty((heads, rows, d_k), dtype=dtype)
-        self.s = np.empty(heads * rows * keys, dtype=dtype)  # flat: a smaller tile is a contiguous view
-        self.blocked = np.empty((heads, rows, keys), dtype=bool) if masked else None
-        # causal: one diagonal of flags, t > first blocked, read as a (rows, keys) Toeplitz view
-        self.diagonal = np.empty(rows + keys - 1, dtype=bool) if causal else None
-        self.row_max = np.empty((heads, rows), dtype=dtype)
-        self.row_sum = np.empty((heads, rows), dtype=dtype)
-        self.acc = np.empty((heads, rows, d_v), dtype=dtype)
-        self.pv = np.empty((heads, rows, d_v), dtype=dtype)  # one key tile's share of the output
-        self.ones = np.ones(keys, dtype=dtype)
-        self.check_scores = False
-        self.key_norm = self.log_v_max = self.limits = None  # for the shortcut of max_is_not_needed
-        self.log_limit = float(np.log(np.finfo(dtype).max)) - 2 * math.log(2)  # 4 times below the largest float
-
-    def scaled_queries(self, q):
-        out = self.q[: q.shape[0], : q.shape[1]]
-        return np.multiply(q, self.scale, out=out, dtype=out.dtype)  # float16 queries: in float32
-
-    def max_is_not_needed(self, q, K):
-        """Whether every exponent of this query tile is provably safe without a running max.
-
-        Every score lies in ``[-bound, bound]``, ``bound = max|q| max|k|`` (Cauchy-Schwarz).
-        When ``exp`` can neither overflow nor underflow there (:func:`~.bounds.safe_exponent`)
-        and the running output ``sum_j exp(s_j) v_j`` stays below the largest float, the max
-        is fixed at 0: no max, no subtraction, no rescaling, three passes over each tile fewer.
-        """
-        if self.log_v_max is None:
-            return False
-        if self.limits is None or self.limits[0] != K.shape[-2]:  # computed once per call
-            seq_k = max(K.shape[-2], 1)
-            self.limits = K.shape[-2], safe_exponent(self.q.dtype, seq_k), self.log_limit - math.log(seq_k)
-        _, safe, log_room = self.limits
-        bound = float(np.sqrt(np.einsum("...d,...d->...", q, q).max(initial=0)) * self.key_norm.max(initial=0))
-        return bound <= safe and bound + self.log_v_max < log_room
-
-    def start(self, shape, fixed_max=False):
-        row_max, row_sum, acc = (a[: shape[0], : shape[1]] for a in (self.row_max, self.row_sum, self.acc))
-        row_max.fill(0 if fixed_max else -np.inf)
-        row_sum.fill(0)
-        acc.fill(0)
-        return row_max, row_sum, acc
-
-    def blocked_by(self, allowed):
-        """``~allowed`` in the scratch buffer (None for no mask)."""
-        if allowed is None:
-            return None
-        return np.logical_not(allowed, out=self.blocked[tuple(slice(n) for n in allowed.shape)])
-
-    def causal_blocked(self, first_query, rows, keys):
-        """Where key ``j`` comes after query ``i`` (``j > i``), for the tile's ``rows`` queries
-        from ``first_query`` and the ``keys`` slice: a read-only view of shape ``(1, rows, keys)``,
-        or None when every key is at or before every query (a tile below the diagonal).
-
-        Row ``r``, column ``c`` is blocked when ``c - r > first_query - keys.start``: it depends on
-        ``c - r`` only, so one vector ``z[t]``, ``t = c - r + rows - 1``, holds the whole tile, and
-        a strided view of ``z`` shows it as a matrix without a copy (nor NumPy's ufunc
-        buffers that a broadcast comparison would allocate).
-        """
-        if keys.stop - 1 <= first_query:
-            return None
-        width = keys.stop - keys.start
-        z = self.diagonal[: rows + width - 1]
-        first_blocked = first_query - keys.start + rows  # >= 1: the key loop stops before the last query
-        z[:first_blocked] = False
-        z[first_blocked:] = True
-        # view[0, r, c] = z[rows - 1 - r + c] (np.lib.stride_tricks would do, but keeps a few objects per call)
-        return np.ndarray((1, rows, width), dtype=bool, buffer=z, offset=rows - 1, strides=(0, -1, 1))
-
-    def scores(self, q, k, blocked):
-        shape = (q.shape[0], q.shape[1], k.shape[1])  # (heads, rows, keys)
-        s = self.s[: math.prod(shape)].reshape(shape)  # contiguous, so NumPy needs no buffers to walk it
-        np.matmul(q, k.swapaxes(-1, -2), out=s)  # (heads, rows, keys)
-        if self.check_scores:
-            check_scores("flash_attention", s, None if blocked is None else ~blocked)
-        if blocked is not None:
-            np.copyto(s, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
-        return s
 
 
 def _key_norms_in_tiles(K):

@@ -10,39 +10,19 @@ queries attend to everything cached.
 Appending must not copy what is cached, or each token would cost ``O(n)`` again. Like a
 Python list, the cache over-allocates: when full, it doubles its capacity and copies once,
 so ``n`` appends copy fewer than ``2 n`` tokens in all (amortised ``O(1)`` per token).
-"""
 
-import contextlib
-import functools
-import threading
-import weakref
+What a cache allows (one thread's step at a time, one owner, a failed step undone) is
+:mod:`mhattn.engine.kv_rules`; the arguments of its methods are checked by
+:mod:`mhattn.checks.kv_cache`.
+"""
 
 import numpy as np
 
-from .. import checks
+from ..checks import checked, moves_numbers
+from ..checks import kv_cache as checks
+from .kv_rules import OneThread, Owner, Step
 
-
-def _one_thread(method):
-    """Run ``method`` holding the cache's lock, or raise ``RuntimeError`` if another thread holds it."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        if not self._lock.acquire(blocking=False):
-            raise RuntimeError(
-                f"KVCache.{method.__name__}: another thread is changing this cache right now. A KVCache holds "
-                "one sequence of decoding steps and is for one thread at a time: give each thread its own "
-                "KVCache (copy.copy(cache) forks an independent one)"
-            )
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._lock.release()
-
-    return wrapper
-
-
-_NO_OWNER = object()
-_GONE = object()  # what a dead owner's reference returns
+FIRST_CAPACITY = 16  #: tokens the buffers hold at first (more if the first chunk is longer)
 
 
 class KVCache:
@@ -52,12 +32,13 @@ class KVCache:
     :meth:`extend` with the keys and values of its new tokens, then attends from the new
     queries to everything returned.
 
-    One cache serves one sequence of calls in one thread at a time: a call that enters
-    while another thread is inside :meth:`extend`, :meth:`truncate` or :meth:`clear` raises
-    ``RuntimeError`` instead of losing tokens. ``copy.copy`` and ``copy.deepcopy`` give an
-    independent cache (its own buffers: forked decoding branches, as in beam search, never
-    overwrite each other), with the same owner. A pickled cache keeps its keys and values,
-    but not its owner: the first module that extends the restored cache becomes its owner.
+    One cache serves one sequence of calls in one thread at a time: a module's step with
+    this cache holds it from start to end, and a step, :meth:`extend`, :meth:`truncate` or
+    :meth:`clear` that another thread starts meanwhile raises ``RuntimeError`` instead of
+    interleaving with it. ``copy.copy`` and ``copy.deepcopy`` give an independent cache (its
+    own buffers: forked decoding branches, as in beam search, never overwrite each other),
+    with the same owner. A pickled cache keeps its keys and values, but not its owner: the
+    first module that extends the restored cache becomes its owner.
 
     Attributes
     ----------
@@ -80,21 +61,21 @@ class KVCache:
     """
 
     def __init__(self):
-        self._lock = threading.Lock()  # held during every change: a second thread is refused, never interleaved
-        self._steps = threading.local()  # per thread: the spans this thread's guarded calls appended
+        self._lock = OneThread()  # a step holds it from start to end: a second thread is refused
         self._reset()
 
     def _reset(self):
         self._keys = self._values = None  # (batch, num_kv_heads, capacity, d_k) buffers
         self._length = 0
-        self._owner = _NO_OWNER
+        self._owner = None  # an Owner, from the first extend on
 
     def __copy__(self):
         """An independent cache: the same tokens and owner, in buffers of its own."""
         twin = type(self)()
-        if self._keys is not None:
-            twin._keys, twin._values = self._keys.copy(), self._values.copy()
-        twin._length, twin._owner = self._length, self._owner
+        with self._lock.held("copy.copy(KVCache)"):  # the fields of one moment, not of a step half done
+            if self._keys is not None:
+                twin._keys, twin._values = self._keys.copy(), self._values.copy()
+            twin._length, twin._owner = self._length, self._owner
         return twin
 
     def __deepcopy__(self, memo):
@@ -102,12 +83,13 @@ class KVCache:
 
     def __getstate__(self):
         """Pickle the cached tokens only (not the spare capacity, the lock or the owner)."""
-        keys, values = self.keys, self.values
-        return {"keys": None if keys is None else keys.copy(), "values": None if values is None else values.copy()}
+        with self._lock.held("pickling a KVCache"):
+            keys, values = self.keys, self.values
+            return {"keys": None if keys is None else keys.copy(), "values": None if values is None else values.copy()}
 
     def __setstate__(self, state):
         self.__init__()
-        if state["keys"] is not None:
+        if state["keys"] is not None:  # buffers exactly as long as the tokens: the next extend grows them
             self._keys, self._values = state["keys"].copy(), state["values"].copy()
             self._length = self._keys.shape[2]
 
@@ -134,7 +116,7 @@ class KVCache:
         """ndarray of shape ``(batch, num_kv_heads, len(self), d_v)``: a read-only view."""
         return _read_only(self._values[:, :, : self._length]) if self._values is not None else None
 
-    @_one_thread
+    @moves_numbers(checks.extend_args)
     def extend(self, K_new, V_new, *, owner=None):
         """Append new keys and values; return everything cached and the causal mask.
 
@@ -165,76 +147,60 @@ class KVCache:
         ValueError
             If a shape does not match the other array or the cached keys (batch size,
             ``num_kv_heads``, ``d_k``, ``d_v``), or the owner differs from the first one.
+        RuntimeError
+            If another thread is using the cache (see :meth:`undo_on_error`).
         """
-        K_new, V_new = _array("K_new", K_new), _array("V_new", V_new)
-        self._check_owner(owner)
-        self._check(K_new, V_new)
-        if self._owner is _NO_OWNER:  # the first call: this owner, and only this one, from now on
-            self._owner = _reference(owner)
-        t_new = K_new.shape[2]
+        if self._owner is None:  # the first call: this owner, and only this one, from now on
+            self._owner = Owner(owner)
         if self._keys is None:
             batch, heads, _, d_k = K_new.shape
-            self._keys = np.empty((batch, heads, max(t_new, 16), d_k), dtype=K_new.dtype)
-            self._values = np.empty((batch, heads, max(t_new, 16), V_new.shape[3]), dtype=V_new.dtype)
-        if self._length + t_new > self.capacity:
-            self._grow(self._length + t_new)
-        start, self._length = self._length, self._length + t_new
-        self._keys[:, :, start : self._length] = K_new
-        self._values[:, :, start : self._length] = V_new
-        appended = getattr(self._steps, "spans", None)
-        if appended is not None:  # inside undo_on_error(): remember what this call added
-            appended.append((start, self._length))
-        positions = np.arange(self._length)  # (total,)
-        mask = positions[None, :] <= (start + np.arange(t_new))[:, None]  # (t_new, total): key position <= query's
+            self._keys = np.empty((batch, heads, 0, d_k), dtype=K_new.dtype)
+            self._values = np.empty((batch, heads, 0, V_new.shape[3]), dtype=V_new.dtype)
+        start, stop = self._length, self._length + K_new.shape[2]
+        if stop > self.capacity:
+            self._grow(stop)
+        self._keys[:, :, start:stop] = K_new
+        self._values[:, :, start:stop] = V_new
+        self._length = stop
+        positions = np.arange(stop)  # (total,)
+        mask = positions[None, :] <= np.arange(start, stop)[:, None]  # (t_new, total): key position <= query's
         return self.keys, self.values, mask
 
-    @contextlib.contextmanager
+    @checked(checks.step_args)
     def undo_on_error(self):
-        """Run a decoding step so that, if it fails, the cache holds what it held before.
+        """A decoding step: the cache is this thread's alone until it ends, and undone if it fails.
 
-        :meth:`mhattn.MultiHeadAttention.forward` runs inside it: if the step raises after its
-        keys and values were appended (an overflow, a KeyboardInterrupt), exactly the tokens that
-        *this* thread appended inside the block are removed, so a retry does not cache them twice.
-        A step refused because another thread holds the cache appended nothing, and undoes
-        nothing: the other thread's tokens stay.
+        A module's forward with ``kv_cache=cache`` runs inside it (``with
+        cache.undo_on_error(): ...``). From the block's start to its end, another thread that
+        starts a step, or calls :meth:`extend`, :meth:`truncate` or :meth:`clear`, is refused
+        with ``RuntimeError``: the step reads ``len(self)`` (its new tokens' positions, by
+        which RoPE rotates their keys) before it appends, and nothing may come in between.
+        The same thread may call the cache's methods inside the block. If the block raises
+        (an overflow, a KeyboardInterrupt), the cache is put back as it was when the block
+        began, so a retry does not cache the step's tokens twice.
         """
-        outer = getattr(self._steps, "spans", None)
-        self._steps.spans = spans = []
-        try:
-            yield self
-        except BaseException:
-            with self._lock:
-                for start, end in reversed(spans):
-                    if self._length == end:  # nothing appended after it: remove exactly this span
-                        self._forget_from(start)
-            raise
-        finally:
-            self._steps.spans = outer
-            if outer is not None:
-                outer.extend(spans)
+        return self._step("a decoding step")
 
-    @_one_thread
+    @checked(checks.truncate_args)
     def truncate(self, length):
         """Forget every token from position ``length`` on (capacity is kept).
 
         To go back to an earlier point of a decoding run (a rejected draft, a new branch).
         """
-        self._forget_from(checks.index("length", length, self._length + 1))
-
-    def _forget_from(self, length):
-        """Drop the tokens from ``length`` on; the caller holds the lock."""
         if length < self._length:  # new buffers: views handed out earlier keep the forgotten tokens
             self._keys, self._values = self._keys.copy(), self._values.copy()
         self._length = length
 
-    @_one_thread
+    @checked(checks.clear_args)
     def clear(self):
         """Forget every token (and the owner); the buffers are released."""
         self._reset()
 
     def _grow(self, needed):
         """Double the capacity until ``needed`` tokens fit; one copy of what is cached."""
-        capacity = self.capacity
+        capacity = max(self.capacity, FIRST_CAPACITY)  # at least 16: doubling 0 would never end
+        if self._length == 0:
+            capacity = max(capacity, needed)  # nothing to copy: the first chunk's length will do
         while capacity < needed:
             capacity *= 2
         for name in ("_keys", "_values"):
@@ -243,85 +209,26 @@ class KVCache:
             new[:, :, : self._length] = old[:, :, : self._length]
             setattr(self, name, new)
 
-    def _check_owner(self, owner):
-        if self._owner is _NO_OWNER:
-            return
-        first = self._owner()
-        if first is not owner:
-            filled_by = "a module that no longer exists" if first is _GONE else _describe(first)
-            raise ValueError(
-                f"owner must be the module that filled this cache ({filled_by}); got {_describe(owner)}. "
-                "A cache holds one module's keys and values: give every module (every layer) its own KVCache, "
-                "or call cache.clear() to start over"
-            )
+    def _step(self, what):
+        """A :class:`~mhattn.engine.kv_rules.Step` on this cache; ``what`` names it if it is refused."""
+        return Step(self, what)
 
-    def _check(self, K_new, V_new):
-        for name, array in (("K_new", K_new), ("V_new", V_new)):
-            if array.ndim != 4:
-                raise ValueError(
-                    f"{name} must be 4-D with shape (batch, num_kv_heads, t_new, depth); got shape {array.shape}"
-                )
-        if K_new.shape[:3] != V_new.shape[:3]:
-            raise ValueError(
-                f"K_new and V_new must agree on (batch, num_kv_heads, t_new); got K_new {K_new.shape} "
-                f"and V_new {V_new.shape}"
-            )
-        if K_new.dtype != V_new.dtype:
-            raise TypeError(f"K_new and V_new must have the same dtype; got {K_new.dtype} and {V_new.dtype}")
-        if self._keys is None:
-            return
-        hints = {
-            "batch": "every step must continue the same sequences: keep x's batch size, or start a new KVCache",
-            "num_kv_heads": "the cache was filled by a module with another num_kv_heads (or d_model)",
-            "d_k": "the cache was filled by a module with another d_k = d_model // num_heads",
-            "d_v": "the cache was filled by a module with another d_k = d_model // num_heads",
-        }
-        cached = {
-            "batch": ("K_new", self._keys.shape[0], K_new.shape[0]),
-            "num_kv_heads": ("K_new", self._keys.shape[1], K_new.shape[1]),
-            "d_k": ("K_new", self._keys.shape[3], K_new.shape[3]),
-            "d_v": ("V_new", self._values.shape[3], V_new.shape[3]),
-        }
-        for axis, (name, expected, got) in cached.items():
-            if expected != got:
-                raise ValueError(
-                    f"{name} must have {axis} = {expected} like the cached keys and values; got {axis} = {got} "
-                    f"(K_new {K_new.shape}, V_new {V_new.shape}): {hints[axis]}"
-                )
-        if K_new.dtype != self._keys.dtype:
-            raise TypeError(
-                f"K_new must have the cache's dtype {self._keys.dtype}; got {K_new.dtype}: x's dtype changed "
-                "between steps (the keys and values are computed in x's precision, float16 x in float32). "
-                "Keep x's dtype, or start a new KVCache"
-            )
+    def _state(self):
+        """What a step puts back if it fails: buffers, length and owner (no copy: see ``kv_rules``)."""
+        return self._keys, self._values, self._length, self._owner
+
+    def _restore(self, state):
+        """Put back a state of :meth:`_state`, in copies of its buffers if they changed since."""
+        keys, values, length, owner = state
+        if keys is not None and (keys is not self._keys or length != self._length):
+            keys, values = keys.copy(), values.copy()  # the next step writes here: views handed out keep their tokens
+        self._keys, self._values, self._length, self._owner = keys, values, length, owner
 
     def __repr__(self):
         shape = None if self._keys is None else (self._keys.shape[0], self._keys.shape[1], self._length)
         return f"KVCache(tokens={self._length}, capacity={self.capacity}, shape={shape})"
 
 
-def _array(name, value):
-    array = checks.number_array(name, value)  # a masked array is refused: its mask would be lost
-    if array.dtype.kind != "f":
-        raise TypeError(f"{name} must be a float array; got dtype {array.dtype}")
-    return array
-
-
 def _read_only(view):
     """A view that can never be made writable (``flags.writeable = True`` raises): the buffer stays the cache's."""
     return np.lib.stride_tricks.as_strided(view, writeable=False)
-
-
-def _reference(owner):
-    """A weak reference to ``owner`` if it allows one (a strong one otherwise); None stays None."""
-    if owner is None:
-        return lambda: None
-    try:
-        ref = weakref.ref(owner)
-    except TypeError:
-        return lambda: owner
-    return lambda: _GONE if ref() is None else ref()
-
-
-def _describe(owner):
-    return "no module" if owner is None else f"{type(owner).__name__} at {id(owner):#x} ({owner!r})"
