@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mhattn
-from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn import GroupedQueryAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, KVCache, blocks, blockwise_attention, bounds, flash
 from mhattn.engine.blocks import BLOCK_SCORES
 
@@ -28,7 +28,7 @@ rng = np.random.default_rng(20240611)
 
 
 def module_tolerances(recorder, x):
-    """Bounds on ``|FastMultiHeadAttention - MultiHeadAttention|``: ``(output, weights)``.
+    """Bounds on ``|FastMultiHeadAttention - GroupedQueryAttention|``: ``(output, weights)``.
 
     ``recorder`` is a :class:`_Recorder` that has just run on ``x``. Both modules compute the
     same ``Q, K, V`` (the same code), so only the heads' outputs ``H`` differ
@@ -38,7 +38,7 @@ def module_tolerances(recorder, x):
     return projected_tolerances(attention_tolerances(Q, K, V), heads, recorder.W_o, np.asarray(x).dtype)
 
 
-class _Recorder(MultiHeadAttention):
+class _Recorder(GroupedQueryAttention):
     """The teaching module, keeping the arrays its attention step saw."""
 
     def _attention(self, Q, K, V, mask, need_weights):
@@ -264,12 +264,12 @@ def test_module_inputs_that_overflow_raise_a_clear_error():
             FastMultiHeadAttention(8, 2)(x, need_weights=need_weights)
 
 
-# --- FastMultiHeadAttention is MultiHeadAttention ----------------------------------------
+# --- FastMultiHeadAttention is GroupedQueryAttention ----------------------------------------
 
 
 def assert_module_matches(kwargs, x, mask=None, **call):
-    """FastMultiHeadAttention(**kwargs) gives MultiHeadAttention(**kwargs)'s output and weights."""
-    modules = MultiHeadAttention(**kwargs), FastMultiHeadAttention(**kwargs), _Recorder(**kwargs)
+    """FastMultiHeadAttention(**kwargs) gives GroupedQueryAttention(**kwargs)'s output and weights."""
+    modules = GroupedQueryAttention(**kwargs), FastMultiHeadAttention(**kwargs), _Recorder(**kwargs)
     output, expected, t_output = assert_modules_agree(modules, x, mask, **call)
     # Without weights: query blocks for these short keys, and key tiles (flash) when a tile holds 4 keys.
     for key_tile in (flash.KEY_TILE, 4):
@@ -325,7 +325,7 @@ def test_fast_module_with_cross_attention():
 def test_fast_module_with_a_kv_cache():
     x = rng.standard_normal((2, 5, 8)).astype(np.float32)
     kwargs = {"d_model": 8, "num_heads": 2}
-    modules = MultiHeadAttention(**kwargs), FastMultiHeadAttention(**kwargs), _Recorder(**kwargs)
+    modules = GroupedQueryAttention(**kwargs), FastMultiHeadAttention(**kwargs), _Recorder(**kwargs)
     caches = KVCache(), KVCache(), KVCache()
     for t in range(5):  # one token at a time, each attending to all before it
         assert_modules_agree(modules, x[:, t : t + 1], caches=caches)

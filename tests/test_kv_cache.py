@@ -14,7 +14,7 @@ from helpers import raises
 from oracle import complex_rope
 
 import mhattn
-from mhattn import MultiHeadAttention, causal_mask
+from mhattn import GroupedQueryAttention, causal_mask
 from mhattn.engine import FastMultiHeadAttention, KVCache
 
 
@@ -30,7 +30,7 @@ def decode(mha, x, chunks, cache=None):
 @pytest.mark.parametrize("num_kv_heads", [None, 2, 1])
 @pytest.mark.parametrize("chunks", [[1] * 13, [5, 1, 4, 3], [13]])
 def test_decoding_equals_the_causal_forward_in_float64(num_kv_heads, chunks):
-    mha = MultiHeadAttention(24, 4, seed=7, num_kv_heads=num_kv_heads)
+    mha = GroupedQueryAttention(24, 4, seed=7, num_kv_heads=num_kv_heads)
     x = np.random.default_rng(1).standard_normal((2, 13, 24))
     expected_output, expected_weights = mha(x, causal_mask(13))
     steps, cache = decode(mha, x, chunks)
@@ -45,7 +45,7 @@ def test_decoding_equals_the_causal_forward_in_float64(num_kv_heads, chunks):
 
 
 def test_decoding_in_float32_stays_float32_and_matches():
-    mha = MultiHeadAttention(16, 2, seed=3)
+    mha = GroupedQueryAttention(16, 2, seed=3)
     x = np.random.default_rng(2).standard_normal((1, 9, 16)).astype(np.float32)
     expected, _ = mha(x, causal_mask(9))
     steps, cache = decode(mha, x, [1] * 9)
@@ -59,7 +59,7 @@ def test_the_engine_module_decodes_too():
     mha = FastMultiHeadAttention(16, 4, seed=5, num_kv_heads=2)
     x = np.random.default_rng(3).standard_normal((2, 6, 16))
     steps, _ = decode(mha, x, [2, 1, 3])
-    expected, _ = MultiHeadAttention(16, 4, seed=5, num_kv_heads=2)(x, causal_mask(6))
+    expected, _ = GroupedQueryAttention(16, 4, seed=5, num_kv_heads=2)(x, causal_mask(6))
     np.testing.assert_allclose(np.concatenate([o for o, _ in steps], axis=1), expected, rtol=0, atol=1e-12)
 
 
@@ -112,7 +112,7 @@ def test_the_returned_views_are_read_only_and_share_the_cache():
 @pytest.mark.parametrize("num_heads, num_kv_heads", [(8, 8), (8, 2), (8, 1)])
 def test_the_cache_shrinks_by_num_heads_over_num_kv_heads(num_heads, num_kv_heads):
     d_model, batch, seq_len = 64, 2, 10
-    mha = MultiHeadAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
+    mha = GroupedQueryAttention(d_model, num_heads, num_kv_heads=num_kv_heads)
     cache = KVCache()
     mha(np.zeros((batch, seq_len, d_model)), kv_cache=cache)
     d_k = d_model // num_heads
@@ -137,7 +137,7 @@ def test_an_empty_cache_and_clear():
 
 @pytest.fixture
 def filled():
-    mha = MultiHeadAttention(16, 4, seed=1, num_kv_heads=2)
+    mha = GroupedQueryAttention(16, 4, seed=1, num_kv_heads=2)
     cache = KVCache()
     mha(np.zeros((2, 3, 16)), kv_cache=cache)
     return mha, cache
@@ -152,8 +152,8 @@ def test_another_batch_size_is_refused(filled):
 
 def test_another_module_is_refused_even_with_the_same_sizes(filled):
     mha, cache = filled
-    twin = MultiHeadAttention(16, 4, seed=2, num_kv_heads=2)
-    with raises(ValueError, "owner must be the module that filled this cache (MultiHeadAttention at"):
+    twin = GroupedQueryAttention(16, 4, seed=2, num_kv_heads=2)
+    with raises(ValueError, "owner must be the module that filled this cache (GroupedQueryAttention at"):
         twin(np.zeros((2, 1, 16)), kv_cache=cache)
     assert len(cache) == 3
 
@@ -162,10 +162,10 @@ def test_another_module_is_refused_even_with_the_same_sizes(filled):
     "other, message",
     [
         (
-            MultiHeadAttention(32, 4, num_kv_heads=2),
+            GroupedQueryAttention(32, 4, num_kv_heads=2),
             "K_new must have d_k = 4 like the cached keys and values; got d_k = 8",
         ),
-        (MultiHeadAttention(16, 4, num_kv_heads=4), "K_new must have num_kv_heads = 2 like the cached keys and values"),
+        (GroupedQueryAttention(16, 4, num_kv_heads=4), "K_new must have num_kv_heads = 2 like the cached keys and values"),
     ],
 )
 def test_another_d_model_or_head_layout_is_refused(filled, other, message):
@@ -195,12 +195,12 @@ def test_a_first_call_that_fails_binds_no_owner():
 
 def test_a_dead_owner_is_named_as_such():
     cache = KVCache()
-    mha = MultiHeadAttention(8, 2)
+    mha = GroupedQueryAttention(8, 2)
     mha(np.zeros((1, 2, 8)), kv_cache=cache)
     del mha
     gc.collect()
     with raises(ValueError, "owner must be the module that filled this cache (a module that no longer exists)"):
-        MultiHeadAttention(8, 2)(np.zeros((1, 1, 8)), kv_cache=cache)
+        GroupedQueryAttention(8, 2)(np.zeros((1, 1, 8)), kv_cache=cache)
 
 
 def test_another_dtype_is_refused(filled):
@@ -230,7 +230,7 @@ def test_malformed_keys_and_values_are_refused(K_new, V_new, error, message):
 
 def test_a_mask_or_a_context_with_the_cache_is_refused():
     """Decided in the module: the cache builds the causal mask itself, and cross-attention needs no cache."""
-    mha = MultiHeadAttention(8, 2)
+    mha = GroupedQueryAttention(8, 2)
     cache = KVCache()
     with raises(ValueError, "mask must be None with kv_cache"):
         mha(np.zeros((1, 3, 8)), causal_mask(3), kv_cache=cache)
@@ -247,11 +247,11 @@ def test_a_mask_or_a_context_with_the_cache_is_refused():
 @pytest.mark.parametrize("not_a_cache", [[], {}, "cache"])
 def test_kv_cache_must_be_a_kv_cache_not_anything_with_an_extend(not_a_cache):
     with pytest.raises(TypeError, match=r"kv_cache must be an mhattn.KVCache\(\); got "):
-        MultiHeadAttention(8, 2)(np.ones((1, 1, 8)), kv_cache=not_a_cache)
+        GroupedQueryAttention(8, 2)(np.ones((1, 1, 8)), kv_cache=not_a_cache)
 
 
 def test_a_failed_decoding_step_leaves_the_cache_as_it_was():
-    mha = MultiHeadAttention(8, 2)
+    mha = GroupedQueryAttention(8, 2)
     cache = mhattn.KVCache()
     x = np.random.default_rng(3).standard_normal((1, 6, 8))
     mha(x[:, :2], kv_cache=cache)
@@ -269,7 +269,7 @@ def test_a_failed_decoding_step_leaves_the_cache_as_it_was():
 
 
 def _overflowing_module():
-    mha = MultiHeadAttention(d_model=4, num_heads=1, seed=0)
+    mha = GroupedQueryAttention(d_model=4, num_heads=1, seed=0)
     mha.W_qkv = np.zeros((4, 12))
     mha.W_qkv[0, 0] = 1.0  # q = x_0
     mha.W_qkv[0, 4] = -1.0  # k = -x_0: every score is -x_0^2 / 2, -inf in float32 for x_0 = 1e20
@@ -311,7 +311,7 @@ def test_kv_cache_overflow_against_cached_keys_is_refused():
 RNG = np.random.default_rng(1616)
 
 
-MHA = MultiHeadAttention(d_model=8, num_heads=2, seed=5)
+MHA = GroupedQueryAttention(d_model=8, num_heads=2, seed=5)
 
 
 def _decode(cache, x):
@@ -357,9 +357,9 @@ def test_a_cache_truncated_to_no_tokens_and_pickled_decodes_again():
     script = """
         import pickle
         import numpy as np
-        from mhattn import MultiHeadAttention, causal_mask
+        from mhattn import GroupedQueryAttention, causal_mask
         from mhattn.engine import KVCache
-        mha = MultiHeadAttention(8, 2, seed=5)
+        mha = GroupedQueryAttention(8, 2, seed=5)
         x = np.random.default_rng(0).standard_normal((2, 3, 8))
         cache = KVCache()
         mha(x, kv_cache=cache)
@@ -480,7 +480,7 @@ def test_cache_documents_that_it_is_for_one_thread():
 # --- rotary positions: each key rotated once, at its absolute position ------------------------
 
 
-@pytest.mark.parametrize("cls", [MultiHeadAttention, FastMultiHeadAttention])
+@pytest.mark.parametrize("cls", [GroupedQueryAttention, FastMultiHeadAttention])
 @pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
 @pytest.mark.parametrize("chunks", [[1] * 13, [5, 1, 4, 3], [13]], ids=["token_by_token", "uneven", "one_chunk"])
 def test_rope_kv_cache_decoding_equals_the_full_causal_forward(cls, num_kv_heads, chunks):
@@ -495,7 +495,7 @@ def test_rope_kv_cache_decoding_equals_the_full_causal_forward(cls, num_kv_heads
 
 
 def test_rope_kv_cache_in_float32_equals_the_float32_forward():
-    mha = MultiHeadAttention(d_model=32, num_heads=4, seed=2, rope=True)
+    mha = GroupedQueryAttention(d_model=32, num_heads=4, seed=2, rope=True)
     x = np.random.default_rng(10).standard_normal((1, 11, 32)).astype(np.float32)
     expected = mha(x, causal_mask(11))[0]
     cache = KVCache()
@@ -506,7 +506,7 @@ def test_rope_kv_cache_in_float32_equals_the_float32_forward():
 
 
 def test_rope_cache_holds_each_key_rotated_once_at_its_absolute_position():
-    mha = MultiHeadAttention(d_model=24, num_heads=4, seed=5, num_kv_heads=2, rope=True)
+    mha = GroupedQueryAttention(d_model=24, num_heads=4, seed=5, num_kv_heads=2, rope=True)
     x = np.random.default_rng(11).standard_normal((2, 10, 24))
     cache = KVCache()
     for a, b in [(0, 3), (3, 4), (4, 10)]:

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from oracle import complex_rope
 
-from mhattn import KVCache, MultiHeadAttention, causal_mask
+from mhattn import KVCache, GroupedQueryAttention, causal_mask
 
 
 def test_every_successful_calls_tokens_are_cached_under_contention():
-    mha = MultiHeadAttention(8, 2, seed=0)
+    mha = GroupedQueryAttention(8, 2, seed=0)
     W_k = mha.W_qkv[:, 8:16]  # the key columns: a token's cached keys are x @ W_k, split into heads
     for trial in range(20):
         cache, successes, start = KVCache(), {0: [], 1: []}, threading.Barrier(2)
@@ -67,7 +67,7 @@ def test_another_thread_is_refused_inside_a_step_and_the_failed_step_puts_the_ca
     np.testing.assert_array_equal(cache.keys[0, 0, :, 0], [0.0, 2.0])
 
 
-class PausingAttention(MultiHeadAttention):
+class PausingAttention(GroupedQueryAttention):
     """The chapter's module, except that in one chosen thread it waits after projecting its new tokens.
 
     By then the step has read ``len(cache)`` and rotated its new keys for those positions
@@ -78,8 +78,8 @@ class PausingAttention(MultiHeadAttention):
         super().__init__(*args, **kwargs)
         self.pause_in, self.projected, self.resume = None, threading.Event(), threading.Event()
 
-    def project(self, x, W_qkv, **options):
-        projected = super().project(x, W_qkv, **options)
+    def _project(self, x, context=None, start=0, positions=None):
+        projected = super()._project(x, context, start, positions)
         if threading.current_thread() is self.pause_in:
             self.projected.set()
             self.resume.wait(timeout=30)

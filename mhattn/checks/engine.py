@@ -13,8 +13,7 @@ from .values import flag, positive_int, real_array
 
 def blockwise_args(Q, K, V, mask, block_size, need_weights):
     """Arguments of :func:`mhattn.engine.blockwise_attention`: those of the teaching path, and two more."""
-    arguments, result_dtype = attention_args(Q, K, V, mask, 0.0, None, caller="blockwise_attention")
-    del arguments["dropout_p"], arguments["rng"]
+    arguments, result_dtype = attention_args(Q, K, V, mask, caller="blockwise_attention")
     block_size = None if block_size is None else positive_int("block_size", block_size)
     need_weights = flag("need_weights", need_weights)
     return arguments | {"block_size": block_size, "need_weights": need_weights}, result_dtype
@@ -36,8 +35,7 @@ def flash_args(Q, K, V, mask, block_q, block_k, is_causal, return_lse):
             "mask must be None when is_causal=True (is_causal builds each tile's causal mask itself); "
             f"got a mask of shape {np.shape(mask)}. Pass one or the other, or combine them into one mask"
         )
-    arguments, result_dtype = attention_args(Q, K, V, mask, 0.0, None, caller="flash_attention")
-    del arguments["dropout_p"], arguments["rng"]
+    arguments, result_dtype = attention_args(Q, K, V, mask, caller="flash_attention")
     if result_dtype is not None:  # float16 Q, K and V: handed on as they came (no copy), the tiles widen them
         arguments |= {"Q": real_array("Q", Q), "K": real_array("K", K), "V": real_array("V", V)}
     settings = {"block_q": block_q, "block_k": block_k, "is_causal": is_causal, "return_lse": return_lse}

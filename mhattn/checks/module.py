@@ -31,6 +31,12 @@ MOVED_ARGUMENTS = {
     "rope_base": "rotary positions live in mhattn.RotaryMultiHeadAttention(d_model, num_heads, rope_base=...)",
 }
 
+FORWARD_MOVED = {
+    name: f"{name}= is a feature of mhattn.GroupedQueryAttention (the production notebook's layer), "
+          "which takes everything MultiHeadAttention does"
+    for name in ("need_weights", "context", "kv_cache")
+} | {"positions": "positions= turn queries and keys in mhattn.RotaryMultiHeadAttention (rotary positions)"}
+
 MODULE_MASK_LAYOUTS = (
     "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
     "(batch or 1, seq_q or 1, seq_k), shared by every head; or (batch or 1, num_heads or 1, seq_q or 1, seq_k). "

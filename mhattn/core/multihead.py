@@ -3,7 +3,14 @@
 import numpy as np
 
 from ..checks import checked
-from ..checks.module import MOVED_ARGUMENTS, forward_args, heads_method_args, init_args, split_heads_method_args
+from ..checks.module import (
+    FORWARD_MOVED,
+    MOVED_ARGUMENTS,
+    forward_args,
+    heads_method_args,
+    init_args,
+    split_heads_method_args,
+)
 from .attention import scaled_dot_product_attention
 from .heads import combine_heads, split_heads
 
@@ -89,7 +96,7 @@ class MultiHeadAttention:
         """
         return combine_heads(x)
 
-    @checked(forward_args)
+    @checked(forward_args, moved=FORWARD_MOVED)
     def forward(self, x, mask=None):
         """Attend from every position of ``x`` to every position of ``x``.
 
