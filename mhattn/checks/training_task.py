@@ -50,7 +50,8 @@ def layout_args(rng, n, offset, gap, vocab, max_len):
     for name, array in arrays.items():  # each alone first, as Python ints: no sum can wrap around
         low, high = int(array.min()), int(array.max())
         if low < lowest[name] or high > max_len:
-            raise ValueError(f"{name} must be in [{lowest[name]}, max_len = {max_len}]; got {low} to {high}")
+            got = low if low == high else f"{low} to {high}"
+            raise ValueError(f"{name} must be in [{lowest[name]}, max_len = {max_len}]; got {got}")
     n, offset, gap = (array.astype(np.int64) for array in (n, offset, gap))
     end = offset + 2 * n + gap  # (batch,): one past the second copy
     if end.max() > max_len:
