@@ -5,6 +5,9 @@ import re
 import numpy as np
 import pytest
 
+from mhattn.checks import door
+from mhattn.checks.training import generate_args
+from mhattn.learn import generate as generation
 from mhattn.learn.generate import generate
 from mhattn.learn.model import InductionModel, decode_tokens, encode_letters, load_trained
 
@@ -50,7 +53,7 @@ def test_generation_fills_the_context_and_no_further(model):
     prompt = encode_letters("a b c d")
     assert len(generate(model, prompt, 29)) == 29  # the last token is predicted at position 31
     with pytest.raises(ValueError, match=r"num_tokens must be in \[0, max_len \+ 1 - prompt_len = 29\]; got 30"):
-        generate(model, prompt, 30)
+        door(generate, generate_args)(model, prompt, 30)
 
 
 @pytest.mark.parametrize(
@@ -67,12 +70,12 @@ def test_generation_fills_the_context_and_no_further(model):
 )
 def test_generate_rejects_bad_arguments(model, kwargs, error, message):
     with pytest.raises(error, match=message):
-        generate(model, [1, 2], 3, **kwargs)
+        door(generate, generate_args)(model, [1, 2], 3, **kwargs)
 
 
 def test_generate_rejects_a_batch_of_prompts(model):
     with pytest.raises(ValueError, match="prompt must be one sequence"):
-        generate(model, [[1, 2], [3, 4]], 3)
+        door(generate, generate_args)(model, [[1, 2], [3, 4]], 3)
 
 
 @pytest.mark.parametrize(
@@ -86,4 +89,21 @@ def test_generate_rejects_a_batch_of_prompts(model):
 )
 def test_generate_names_the_model_and_the_prompt(model, model_or_none, prompt, error, message):
     with pytest.raises(error, match=re.escape(message)):
-        generate(model if model_or_none == "model" else model_or_none, prompt, 3)
+        door(generate, generate_args)(model if model_or_none == "model" else model_or_none, prompt, 3)
+
+
+@pytest.mark.parametrize("temperature", [5e-324, 1e-310, 1e-300])
+def test_a_subnormal_temperature_is_the_greedy_limit(model, temperature):
+    """logits / 5e-324 overflowed to inf and inf - inf = NaN sampled token 0; the limit is the argmax."""
+    prompt = encode_letters("q w e r q w")
+    greedy = generate(model, prompt, 6).tolist()
+    assert door(generate, generate_args)(model, prompt, 6, temperature=temperature, seed=1).tolist() == greedy
+
+
+def test_at_a_vanishing_temperature_tied_best_tokens_share_the_draws():
+    """The limit of softmax(logits / T) as T -> 0: uniform on the tied maxima, nothing elsewhere."""
+    logits = np.array([1.0, 3.0, -2.0, 3.0])
+    rng = np.random.default_rng(0)
+    draws = [generation._choose(logits, 5e-324, rng) for _ in range(400)]
+    assert set(draws) == {1, 3}
+    assert abs(draws.count(1) - 200) < 6 * 10  # binomial(400, 1/2): standard deviation 10

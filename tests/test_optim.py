@@ -51,3 +51,28 @@ def test_a_refused_step_changes_nothing_and_later_steps_are_right(bad, name):
     expected = _reference_steps(_params(), [GOOD, GOOD], lr=0.1)
     for key in params:
         np.testing.assert_allclose(params[key], expected[key], rtol=1e-14)
+
+
+def test_a_read_only_parameter_is_refused_before_any_parameter_or_moment_moves():
+    params = _params()
+    optimizer = Adam(params, lr=0.1)
+    optimizer.step(GOOD)
+    before = {k: v.copy() for k, v in params.items()}
+    moments = {k: (optimizer.m[k].copy(), optimizer.v[k].copy()) for k in params}
+    params["b"].flags.writeable = False  # the last parameter: every earlier one would have moved
+    with pytest.raises(ValueError, match=r"params\['b'\] must be writable"):
+        optimizer.step(GOOD)
+    assert optimizer.t == 1
+    for key in params:
+        np.testing.assert_array_equal(params[key], before[key])
+        np.testing.assert_array_equal(optimizer.m[key], moments[key][0])
+        np.testing.assert_array_equal(optimizer.v[key], moments[key][1])
+
+
+def test_a_parameter_whose_shape_changed_is_refused_before_anything_moves():
+    params = _params()
+    optimizer = Adam(params, lr=0.1)
+    params["b"] = np.zeros(5)
+    with pytest.raises(ValueError, match=r"params\['b'\] must keep its shape \(1, 2\)"):
+        optimizer.step({"a": GOOD["a"], "b": np.zeros(5)})
+    assert optimizer.t == 0 and (params["a"] == _params()["a"]).all()

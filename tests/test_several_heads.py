@@ -8,8 +8,17 @@ import os
 import numpy as np
 import pytest
 
+from mhattn.checks import door
+from mhattn.checks import training_heads as checks
 from mhattn.core.masks import causal_mask
 from mhattn.learn import several_heads as sh
+
+#: the free functions behind the doors the package shows them through
+doors = {name: door(getattr(sh, name), getattr(checks, check)) for name, check in [
+    ("slot_accuracy", "slot_batch_args"), ("loss_and_grads", "slot_batch_args"),
+    ("logits_with_weights", "logits_with_weights_args"), ("offset_profile", "offset_profile_args"),
+    ("two_slot_batch", "two_slot_batch_args"), ("train", "heads_train_args"), ("without_heads", "without_heads_args"),
+    ("experiment", "experiment_args")]}
 
 
 def test_several_heads_targets_are_the_tokens_one_and_two_back_by_a_plain_loop():
@@ -145,18 +154,18 @@ def test_several_heads_model_rejects_bad_tokens_with_clear_errors():
         sh.TwoSlotModel(3)
     tokens, targets = sh.two_slot_batch(np.random.default_rng(0), 2)
     with pytest.raises(ValueError, match=r"targets must have shape \(2, 2, 16\)"):
-        sh.slot_accuracy(model, tokens, targets[0])
+        doors["slot_accuracy"](model, tokens, targets[0])
     with pytest.raises(ValueError, match=r"targets must have shape \(2, 2, 16\)"):
-        sh.loss_and_grads(model, tokens, targets[:1])
+        doors["loss_and_grads"](model, tokens, targets[:1])
     with pytest.raises(ValueError, match=r"weights must have shape .* = \(2, 2, 16, 16\); got \(2, 1, 16, 16\)"):
-        sh.logits_with_weights(model, tokens, np.zeros((2, 1, 16, 16)))
+        doors["logits_with_weights"](model, tokens, np.zeros((2, 1, 16, 16)))
     with pytest.raises(ValueError, match=r"max_offset must be an int in \[0, 15\]; got 16"):
-        sh.offset_profile(np.zeros((1, 1, 16, 16)), max_offset=16)
+        doors["offset_profile"](np.zeros((1, 1, 16, 16)), max_offset=16)
     with pytest.raises(ValueError, match="batch_size must be a positive int; got 0"):
-        sh.two_slot_batch(np.random.default_rng(0), 0)
+        doors["two_slot_batch"](np.random.default_rng(0), 0)
     for lr in (-0.1, 0.0, np.inf, True):
         with pytest.raises((TypeError, ValueError), match="lr must be a finite float > 0; got"):
-            sh.train(1, lr=lr)
+            doors["train"](1, lr=lr)
 
 
 def test_several_heads_logits_with_the_models_own_weights_equal_its_forward():
@@ -178,7 +187,7 @@ def test_several_heads_without_heads_equals_zero_weights_and_leaves_the_model_al
         np.testing.assert_allclose(sh.without_heads(model, heads)(tokens)[0], expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(model.attention.W_o, W_o)
     with pytest.raises(ValueError, match=r"heads must be an int in \[0, 3\]; got 4"):
-        sh.without_heads(model, [4])
+        doors["without_heads"](model, [4])
 
 
 @pytest.fixture(scope="module")

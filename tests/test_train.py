@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from mhattn.checks import door
+from mhattn.checks.training import train_args
 from mhattn.learn.cli import main
 from mhattn.learn.losses import cross_entropy
 from mhattn.learn.model import InductionModel
@@ -172,7 +174,7 @@ def test_training_leaves_numpys_global_random_state_alone():
 )
 def test_train_rejects_bad_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
-        train(1, **kwargs)
+        door(train, train_args)(1, **kwargs)
 
 
 def test_progress_bar_reaches_the_last_step(capsys):

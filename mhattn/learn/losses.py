@@ -2,10 +2,7 @@
 
 import numpy as np
 
-from ..checks import checked, learning
 
-
-@checked(learning.cross_entropy_args)
 def cross_entropy(logits, targets):
     r"""Mean cross-entropy of ``logits`` against ``targets``, and its gradient.
 

@@ -25,8 +25,7 @@ import copy
 
 import numpy as np
 
-from .. import checks
-from ..checks import checked, learning
+from ..checks import checked, training_heads
 from ..checks.optional import require
 from ..core.heads import combine_heads, split_heads
 from ..core.masks import causal_mask
@@ -45,7 +44,6 @@ OFFSETS = (1, 2)  #: the two slots: the token 1 back and the token 2 back
 FIRST_SCORED = max(OFFSETS)  #: positions t >= 2 have both tokens to report
 
 
-@checked(learning.two_slot_batch_args)
 def two_slot_batch(rng, batch_size, *, vocab=VOCAB, seq_len=SEQ_LEN):
     """Random sequences and, at every position, the two tokens to report.
 
@@ -86,12 +84,12 @@ class TwoSlotModel:
         Set by :func:`train`: the seed whose streams trained the model.
     """
 
+    FIRST_SCORED = FIRST_SCORED  #: positions t >= 2 are scored, so seq_len must exceed it
+
+    @checked(training_heads.two_slot_model_args)
     def __init__(self, num_heads, *, vocab=VOCAB, seq_len=SEQ_LEN, d_model=D_MODEL, seed=0):
-        self.vocab = checks.positive_int("vocab", vocab)
-        self.seq_len = checks.positive_int("seq_len", seq_len)
-        if self.seq_len <= FIRST_SCORED:
-            raise ValueError(f"seq_len must be at least {FIRST_SCORED + 1}, to score any position; got {seq_len}")
-        rng = np.random.default_rng(checks.seed(seed))
+        self.vocab, self.seq_len = vocab, seq_len
+        rng = np.random.default_rng(seed)
         self.attention = MultiHeadAttention(d_model, num_heads, seed=int(rng.integers(2**32)))
         self.d_model, self.num_heads = self.attention.d_model, self.attention.num_heads
         self.embed = rng.standard_normal((self.vocab, self.d_model)) * EMBED_SCALE  # (vocab, d_model)
@@ -108,6 +106,7 @@ class TwoSlotModel:
         """How many numbers training adjusts: the same for every ``num_heads``."""
         return sum(p.size for p in self.parameters().values())
 
+    @checked(training_heads.slot_forward_args)
     def forward(self, tokens):
         """Both slots' logits and the attention weights.
 
@@ -120,23 +119,17 @@ class TwoSlotModel:
         logits : ndarray of shape ``(2, batch, seq_len, vocab)``
         weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``
         """
-        tokens = self.check_tokens(tokens)
         h = self.embed[tokens] + self.pos  # (batch, seq_len, d_model)
         out, weights = self.attention(h, causal_mask(self.seq_len))  # (batch, seq_len, d_model), (b, H, s, s)
         return out[None] @ self.readouts[:, None], weights  # (2, batch, seq_len, vocab)
 
     __call__ = forward
 
-    def check_tokens(self, tokens):
-        """``tokens`` as an int array of shape ``(batch, seq_len)`` in ``[0, vocab)``, or a clear error."""
-        return learning.slot_tokens(self, tokens)
-
     def __repr__(self):
         return (f"TwoSlotModel(num_heads={self.num_heads}, vocab={self.vocab}, seq_len={self.seq_len}, "
                 f"d_model={self.d_model}, parameters={self.parameter_count()})")
 
 
-@checked(learning.slot_batch_args)
 def loss_and_grads(model, tokens, targets):
     """Forward and backward on one batch: the two slots' mean cross-entropies, added.
 
@@ -169,7 +162,7 @@ def loss_and_grads(model, tokens, targets):
 
 def streams(seed):
     """The three independent generators one seed gives: weights' seed, training batches, evaluation."""
-    weights, training, evaluation = np.random.SeedSequence(checks.seed(seed)).spawn(3)
+    weights, training, evaluation = np.random.SeedSequence(seed).spawn(3)
     return int(weights.generate_state(1)[0]), np.random.default_rng(training), np.random.default_rng(evaluation)
 
 
@@ -181,14 +174,11 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
     matrices this small). The model comes back with ``model.seed`` set, so that
     :func:`evaluation_batch` can give it fresh sequences.
     """
-    steps = checks.positive_int("steps", steps)
-    batch_size = checks.positive_int("batch_size", batch_size)
-    lr = checks.learning_rate(lr)
     weights_seed, training, _ = streams(seed)
     model = TwoSlotModel(num_heads, seed=weights_seed)
     model.seed = seed
     optimizer = Adam(model.parameters(), lr=lr)
-    with require("threadpoolctl").threadpool_limits(limits=checks.positive_int("threads", threads), user_api="blas"):
+    with require("threadpoolctl").threadpool_limits(limits=threads, user_api="blas"):
         for _ in range(steps):
             tokens, targets = two_slot_batch(training, batch_size, vocab=model.vocab, seq_len=model.seq_len)
             _, grads = loss_and_grads(model, tokens, targets)
@@ -198,11 +188,9 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
 
 def evaluation_batch(seed, num_sequences=1024, *, vocab=VOCAB, seq_len=SEQ_LEN):
     """Fresh sequences for the model trained with ``seed``: its own evaluation stream, never trained on."""
-    num_sequences = checks.positive_int("num_sequences", num_sequences)
     return two_slot_batch(streams(seed)[2], num_sequences, vocab=vocab, seq_len=seq_len)
 
 
-@checked(learning.slot_batch_args)
 def slot_accuracy(model, tokens, targets):
     """Per slot, the fraction of positions ``t >= FIRST_SCORED`` whose argmax is the right token.
 
@@ -216,7 +204,6 @@ def slot_accuracy(model, tokens, targets):
     return hits[:, :, FIRST_SCORED:].mean(axis=(1, 2))
 
 
-@checked(learning.offset_profile_args)
 def offset_profile(weights, max_offset=3):
     """Per head, the mean weight that query ``t`` puts on key ``t - k``, for ``k = 0 .. max_offset``.
 
@@ -229,14 +216,16 @@ def offset_profile(weights, max_offset=3):
     return np.stack([weights[:, :, t, t - k].mean(axis=(0, 2)) for k in range(max_offset + 1)], axis=-1)
 
 
-@checked(learning.model_tokens_args)
 def mean_weights(model, tokens):
     """The attention weights averaged over a batch: ``(num_heads, seq_len, seq_len)``, for heatmaps."""
     return model(tokens)[1].mean(axis=0)
 
 
-def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, **train_kwargs):
+def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, steps=STEPS, batch_size=BATCH_SIZE,
+               lr=LEARNING_RATE, threads=1):
     """Train one model per head count and seed; measure both slots on fresh sequences.
+
+    ``steps``, ``batch_size``, ``lr`` and ``threads`` go to :func:`train` for every model.
 
     Returns
     -------
@@ -245,17 +234,15 @@ def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, **
     accuracy : dict
         ``accuracy[num_heads, seed]`` is :func:`slot_accuracy` on :func:`evaluation_batch`.
     """
-    head_counts, seeds, num_sequences = learning.experiment_args(head_counts, seeds, num_sequences)
     models, accuracy = {}, {}
     for num_heads in head_counts:
         for seed in seeds:
-            model = train(num_heads, seed=seed, **train_kwargs)
+            model = train(num_heads, seed=seed, steps=steps, batch_size=batch_size, lr=lr, threads=threads)
             models[num_heads, seed] = model
             accuracy[num_heads, seed] = slot_accuracy(model, *evaluation_batch(seed, num_sequences))
     return models, accuracy
 
 
-@checked(learning.logits_with_weights_args)
 def logits_with_weights(model, tokens, weights):
     """Both slots' logits when the attention weights are given instead of computed by the softmax.
 
@@ -270,7 +257,6 @@ def logits_with_weights(model, tokens, weights):
     return out[None] @ model.readouts[:, None]  # (2, batch, seq_len, vocab)
 
 
-@checked(learning.without_heads_args)
 def without_heads(model, heads):
     """A copy of ``model`` in which the given heads reach nothing: their ``d_k`` rows of ``W_o`` are zero.
 

@@ -27,8 +27,6 @@ the first copy at position 0 and no gap (the layout of notebook 09's shortcut mo
 
 import numpy as np
 
-from .. import checks
-from ..checks import learning
 from .model import MAX_LEN, VOCAB
 
 GAP_PROBABILITY = 0.5  #: the share of sequences with random tokens between the two copies
@@ -55,13 +53,6 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
         Each sequence's block length, the position of its first copy, and the number of
         random tokens between the copies (the second copy starts at ``offset + n + gap``).
     """
-    rng = learning.rng_value("rng", rng)
-    batch_size = checks.positive_int("batch_size", batch_size)
-    vocab = checks.positive_int("vocab", vocab)
-    max_len = checks.positive_int("max_len", max_len)
-    at_start = checks.flag("at_start", at_start)
-    if max_len < 2 or vocab < max_len // 2:
-        raise ValueError(f"max_len must be >= 2 and vocab >= max_len // 2; got max_len {max_len}, vocab {vocab}")
     lengths = block_lengths(max_len)
     if at_start:
         n = rng.integers(lengths[0], lengths[-1] + 1, size=batch_size)  # (batch,): uniform
@@ -77,31 +68,26 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
     return layout(rng, n, offset, gap, vocab=vocab, max_len=max_len), n, offset, gap
 
 
-@checks.checked(learning.block_lengths_args, results_finite=False)
 def block_lengths(max_len=MAX_LEN):
     """The block lengths :func:`induction_batch` draws: ``max(1, max_len // 8) .. max_len // 2``, an int array."""
     return np.arange(max(1, max_len // 8), max_len // 2 + 1)
 
 
-@checks.checked(learning.block_lengths_args, results_finite=False)
 def length_probabilities(max_len=MAX_LEN):
     """``P(n)`` for each of :func:`block_lengths`: proportional to ``1 / (n - 1)`` (``n = 1`` counts as 1)."""
     weights = 1.0 / np.maximum(block_lengths(max_len) - 1, 1)
     return weights / weights.sum()
 
 
-@checks.checked(learning.layout_args)
 def layout(rng, n, offset, gap, *, vocab=VOCAB, max_len=MAX_LEN):
     """Tokens for a chosen ``(n, offset, gap)`` per sequence: random | block | random | block | random.
 
-    The block is ``n`` distinct tokens in random order; every other token is uniform over the
-    vocabulary. Returns ``(batch, max_len)`` ints.
+    The block is ``n`` distinct tokens in random order (see :func:`_distinct_tokens`); every other
+    token is uniform over the vocabulary. ``n``, ``offset``, ``gap`` are int arrays ``(batch,)``.
+    Returns ``(batch, max_len)`` ints; memory ``O(batch * max_len)``, whatever the vocabulary.
     """
-    n, offset, gap = _check_layout(n, offset, gap, max_len)
-    if vocab < n.max():
-        raise ValueError(f"vocab must be >= the longest block ({n.max()}) for distinct tokens; got {vocab}")
     batch = len(n)
-    blocks = rng.permuted(np.tile(np.arange(vocab), (batch, 1)), axis=1)  # (batch, vocab): block = first n
+    blocks = _distinct_tokens(rng, batch, n.max(), vocab, max_len)  # (batch, longest): block = first n
     filler = rng.integers(0, vocab, size=(batch, max_len))  # (batch, max_len)
     t = np.arange(max_len)[None, :]  # (1, max_len)
     n_, first, second = n[:, None], offset[:, None], (offset + n + gap)[:, None]  # (batch, 1) each
@@ -111,24 +97,25 @@ def layout(rng, n, offset, gap, *, vocab=VOCAB, max_len=MAX_LEN):
     return np.where(in_first | in_second, block_tokens, filler)
 
 
-def _check_layout(n, offset, gap, seq_len):
-    arrays = []
-    for name, value in (("n", n), ("offset", offset), ("gap", gap)):
-        value = np.asarray(value)
-        if value.dtype.kind not in "iu" or value.ndim != 1:
-            raise ValueError(f"{name} must be a 1-d int array, one per sequence; got {value.dtype} {value.shape}")
-        arrays.append(value.astype(np.int64))
-    n, offset, gap = arrays
-    if not n.shape == offset.shape == gap.shape:
-        raise ValueError(f"n, offset and gap must have one shape; got {n.shape}, {offset.shape}, {gap.shape}")
-    if len(n) and (n.min() < 1 or offset.min() < 0 or gap.min() < 0 or (offset + 2 * n + gap).max() > seq_len):
-        raise ValueError(f"need n >= 1, offset >= 0, gap >= 0 and offset + 2n + gap <= seq_len = {seq_len}; "
-                         f"got n {n.min()}..{n.max()}, offset {offset.min()}..{offset.max()}, "
-                         f"gap {gap.min()}..{gap.max()}, largest end {(offset + 2 * n + gap).max()}")
-    return n, offset, gap
+def _distinct_tokens(rng, batch, size, vocab, max_len=MAX_LEN):
+    """``(batch, size)`` ints: each row ``size`` distinct tokens of ``[0, vocab)``, a uniform ordered sample.
+
+    A vocabulary no larger than the context is shuffled whole, one row per sequence (the
+    draws the shipped models were trained on). A larger one draws token ``k`` as the ``r``-th
+    token not yet taken, ``r`` uniform on ``[0, vocab - k)``: the same distribution, in
+    ``O(batch * size)`` memory instead of ``O(batch * vocab)``.
+    """
+    if vocab <= max_len:
+        return rng.permuted(np.tile(np.arange(vocab), (batch, 1)), axis=1)[:, :size]  # (batch, size)
+    blocks = np.empty((batch, size), dtype=np.int64)
+    for k in range(size):
+        token = rng.integers(0, vocab - k, size=batch)  # (batch,): a rank among the vocab - k tokens left
+        for taken in np.sort(blocks[:, :k], axis=1).T:  # (batch,) each, ascending: step over every
+            token += token >= taken  # token taken at or below it, so the rank counts untaken ones only
+        blocks[:, k] = token
+    return blocks
 
 
-@checks.checked(learning.repeated_positions_args, results_finite=False)
 def repeated_positions(n, max_len=MAX_LEN, offset=0, gap=0):
     """The second copy's positions whose next token is in the block: ``(batch, max_len)`` bool.
 
@@ -142,7 +129,6 @@ def repeated_positions(n, max_len=MAX_LEN, offset=0, gap=0):
     return (t >= start[:, None]) & (t <= start[:, None] + n[:, None] - 2)
 
 
-@checks.checked(learning.determined_positions_args, results_finite=False)
 def determined_positions(tokens, n, offset=0, gap=0):
     """The positions of the second copy whose next token the sequence so far determines.
 
@@ -170,7 +156,6 @@ def determined_positions(tokens, n, offset=0, gap=0):
     return repeated_positions(n, seq_len, offset, gap) & ~other_successor.any(axis=-1)
 
 
-@checks.checked(learning.task_accuracy_args, results_finite=False)
 def accuracy(logits, tokens, n, offset=0, gap=0):
     """Next-token accuracy on the determined positions (:func:`determined_positions`), each predicting ``t + 1``.
 

@@ -16,8 +16,6 @@ import math
 
 import numpy as np
 
-from .. import checks
-from ..checks import learning
 from ..checks.optional import require
 from ..core.masks import causal_mask
 from .circuits import icl_tokens, induction_loss, mid_context_token, repeated_random_tokens, token_losses
@@ -62,8 +60,6 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     FloatingPointError
         If the loss overflows (weights far too large: a diverged run).
     """
-    tokens, n = checks.scored_batch(model, tokens, n)
-    dtype = checks.float_dtype(dtype)
     batch, seq_len = tokens.shape
     embed, pos, unembed = (p.astype(dtype) for p in (model.embed, model.pos, model.unembed))
     mask = causal_mask(seq_len)  # (seq_len, seq_len)
@@ -97,7 +93,6 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     return loss, grads, logits
 
 
-@checks.checked(learning.schedule_args)
 def learning_rate_at(step, steps, lr, warmup=WARMUP, final_fraction=FINAL_LR_FRACTION):
     """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``."""
     if step <= warmup:
@@ -147,15 +142,6 @@ def train(
         second thread gains little on an idle machine, and on a busy one a BLAS thread that
         waits for a free core stalls every product: one thread is the safe choice.
     """
-    num_layers = checks.positive_int("num_layers", num_layers)
-    seed = checks.seed(seed)
-    steps = checks.positive_int("steps", steps)
-    lr = checks.learning_rate(lr)
-    batch_size = checks.positive_int("batch_size", batch_size)
-    eval_every = checks.positive_int("eval_every", eval_every)
-    progress = checks.flag("progress", progress)
-    threads = checks.positive_int("threads", threads)
-    dtype = checks.float_dtype(dtype)
     model = initial_model(num_layers, seed)
     data = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # the batches' own stream
     optimizer = Adam(model.parameters(), lr=lr)
@@ -213,7 +199,7 @@ def keep_freed_memory():
 
 def initial_model(num_layers=2, seed=0):
     """The untrained model that :func:`train` starts from with this ``seed`` (for before/after pictures)."""
-    init_seed = np.random.SeedSequence(checks.seed(seed)).spawn(2)[0]  # the weights' stream
+    init_seed = np.random.SeedSequence(seed).spawn(2)[0]  # the weights' stream
     return InductionModel(num_layers, seed=int(init_seed.generate_state(1)[0]))
 
 
