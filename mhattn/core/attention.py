@@ -36,8 +36,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None):
         by ``sqrt(d_k)`` before the product, so ``Q K^T`` cannot overflow where the scores fit.
     weights : ndarray of shape ``(..., seq_q, seq_k)``
         The attention weights. Each row sums to one; a masked key gets exactly zero. A
-        query whose keys are *all* masked gets a row of zeros and an output of zeros: it may look at nothing, so it receives nothing (``-1e9`` masking
-        would instead spread it uniformly over keys it must not see, and ``-inf`` alone
+        query whose keys are *all* masked gets a row of zeros and an output of zeros: it may
+        look at nothing, so it receives nothing (``-1e9`` masking would instead spread it
+        uniformly over keys it must not see, and ``-inf`` alone
         would give NaN). PyTorch's ``scaled_dot_product_attention`` (>= 2.5) also returns
         zeros there on the CPU and in CUDA's math and memory-efficient backends; its cuDNN
         backend (the CUDA default for float16/bfloat16 with a boolean mask on torch 2.11)

@@ -19,10 +19,22 @@ imports it.
 """
 
 from .. import checks
-from ..checks import circuits_experiments, circuits_in_context, circuits_patterns, circuits_weights
+from ..checks import (
+    circuits_experiments,
+    circuits_in_context,
+    circuits_patterns,
+    circuits_weights,
+    training,
+    training_heads,
+    training_task,
+)
 from ..checks.door import door
-from . import attention_patterns, experiments, in_context, model, weight_circuits
+from . import attention_patterns, experiments, in_context, losses, model, several_heads, task, weight_circuits
+from . import generate as _generate
+from . import train as _train
 from .model import InductionModel
+from .optim import Adam
+from .several_heads import TwoSlotModel
 
 previous_token_score = door(attention_patterns.previous_token_score, circuits_patterns.previous_token_args)
 segments = door(attention_patterns.segments, circuits_patterns.segments_args)
@@ -57,29 +69,71 @@ load_shortcut = door(model.load_shortcut, checks.load_shortcut_args)
 training_record = door(model.training_record, checks.training_record_args)
 encode_letters = door(model.encode_letters, checks.encode_letters_args)
 decode_tokens = door(model.decode_tokens, checks.decode_tokens_args)
+cross_entropy = door(losses.cross_entropy, training.cross_entropy_args)
+loss_and_grads = door(_train.loss_and_grads, training.loss_and_grads_args)
+learning_rate_at = door(_train.learning_rate_at, training.schedule_args)
+train = door(_train.train, training.train_args)
+initial_model = door(_train.initial_model, training.initial_model_args)
+generate = door(_generate.generate, training.generate_args)
+induction_batch = door(task.induction_batch, training_task.induction_batch_args, results_finite=False)
+layout = door(task.layout, training_task.layout_args, results_finite=False)
+block_lengths = door(task.block_lengths, training_task.block_lengths_args, results_finite=False)
+length_probabilities = door(task.length_probabilities, training_task.block_lengths_args)
+repeated_positions = door(task.repeated_positions, training_task.repeated_positions_args, results_finite=False)
+determined_positions = door(task.determined_positions, training_task.determined_positions_args, results_finite=False)
+accuracy = door(task.accuracy, training_task.task_accuracy_args, results_finite=False)
+two_slot_batch = door(several_heads.two_slot_batch, training_heads.two_slot_batch_args, results_finite=False)
+slot_loss_and_grads = door(several_heads.loss_and_grads, training_heads.slot_batch_args)
+slot_accuracy = door(several_heads.slot_accuracy, training_heads.slot_batch_args)
+streams = door(several_heads.streams, training_heads.streams_args, results_finite=False)
+train_heads = door(several_heads.train, training_heads.heads_train_args)
+evaluation_batch = door(several_heads.evaluation_batch, training_heads.evaluation_batch_args, results_finite=False)
+offset_profile = door(several_heads.offset_profile, training_heads.offset_profile_args)
+mean_weights = door(several_heads.mean_weights, training_heads.model_tokens_args)
+experiment = door(several_heads.experiment, training_heads.experiment_args, results_finite=False)
+logits_with_weights = door(several_heads.logits_with_weights, training_heads.logits_with_weights_args)
+without_heads = door(several_heads.without_heads, training_heads.without_heads_args, results_finite=False)
 
 __all__ = [
+    "Adam",
     "InductionModel",
+    "TwoSlotModel",
+    "accuracy",
+    "block_lengths",
     "claims",
     "composition_baseline",
     "composition_score",
     "composition_scores",
     "copying_score",
+    "cross_entropy",
     "decode_tokens",
+    "determined_positions",
     "encode_letters",
+    "evaluation_batch",
+    "experiment",
     "forward_without_key_path",
     "gap_accuracy",
+    "generate",
     "head_weights",
     "icl_tokens",
     "in_context_learning_score",
+    "induction_batch",
     "induction_loss",
+    "initial_model",
     "k_composition_scores",
+    "layout",
+    "learning_rate_at",
+    "length_probabilities",
     "load_shortcut",
     "load_trained",
+    "logits_with_weights",
+    "loss_and_grads",
     "loss_report",
+    "mean_weights",
     "measure",
     "mid_context_token",
     "offset_accuracy",
+    "offset_profile",
     "offset_repeats",
     "ov_circuit",
     "prefix_matching_by_offset",
@@ -87,8 +141,16 @@ __all__ = [
     "previous_token_profile",
     "previous_token_score",
     "qk_circuit",
+    "repeated_positions",
     "repeated_random_tokens",
     "segments",
+    "slot_accuracy",
+    "slot_loss_and_grads",
+    "streams",
     "token_losses",
+    "train",
+    "train_heads",
     "training_record",
+    "two_slot_batch",
+    "without_heads",
 ]

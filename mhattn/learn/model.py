@@ -47,7 +47,8 @@ EMBED_SCALE = 0.5  #: standard deviation of the initial token and position embed
 CHECKPOINT = "induction.npz"  #: the shipped two-layer model, in mhattn/data/
 ONE_LAYER_CHECKPOINT = "induction_1layer.npz"  #: the one-layer model trained the same way
 SHORTCUT_CHECKPOINT = "induction_at_start.npz"  #: two layers trained with every first copy at position 0
-LAYER_CLASSES = (MultiHeadAttention, RotaryMultiHeadAttention)  #: what :func:`_layer` builds: the layers a checkpoint holds
+#: What :func:`_layer` builds: the only layers a checkpoint holds.
+LAYER_CLASSES = (MultiHeadAttention, RotaryMultiHeadAttention)
 
 
 def _layer(d_model, num_heads, seed, rope=False, rope_base=10000.0):

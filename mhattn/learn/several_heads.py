@@ -27,6 +27,7 @@ import numpy as np
 
 from ..checks import checked, training_heads
 from ..checks.optional import require
+from ..core.grad_full import module_vjp
 from ..core.heads import combine_heads, split_heads
 from ..core.masks import causal_mask
 from ..core.multihead import MultiHeadAttention
@@ -135,12 +136,12 @@ def loss_and_grads(model, tokens, targets):
 
     ``tokens`` is ``(batch, seq_len)`` and ``targets`` ``(2, batch, seq_len)``; only positions
     ``t >= FIRST_SCORED`` count. The backward is the chapter's own:
-    :meth:`mhattn.MultiHeadAttention.vjp` for the layer, :func:`mhattn.learn.losses.cross_entropy`
+    :func:`mhattn.core.grad_full.module_vjp` for the layer, :func:`mhattn.learn.losses.cross_entropy`
     for the loss. Returns the loss (float) and a dict with one gradient per entry of
     ``model.parameters()``, same shape.
     """
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
-    out, _, backward = model.attention.vjp(h, causal_mask(model.seq_len))  # (batch, seq_len, d_model)
+    out, _, backward = module_vjp(model.attention, h, causal_mask(model.seq_len))  # (batch, seq_len, d_model)
     scored = out[:, FIRST_SCORED:].reshape(-1, model.d_model)  # (count, d_model)
     loss, d_scored = 0.0, np.zeros_like(scored)
     d_readouts = np.zeros_like(model.readouts)  # (2, d_model, vocab)
@@ -251,7 +252,7 @@ def logits_with_weights(model, tokens, weights):
     are replaced. ``tokens`` is ``(batch, seq_len)``; returns ``(2, batch, seq_len, vocab)``.
     """
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
-    W_v = np.split(model.attention.W_qkv, model.attention.qkv_columns(), axis=-1)[2]  # (d_model, d_model): values
+    W_v = np.split(model.attention.W_qkv, 3, axis=-1)[2]  # (d_model, d_model): the value columns
     V = split_heads(h @ W_v, model.num_heads)  # (batch, num_heads, seq_len, d_k)
     out = combine_heads(weights @ V) @ model.attention.W_o  # (batch, seq_len, d_model)
     return out[None] @ model.readouts[:, None]  # (2, batch, seq_len, vocab)

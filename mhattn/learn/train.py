@@ -6,7 +6,7 @@ From a terminal::
 
 One step: draw a batch of induction sequences (:func:`mhattn.learn.task.induction_batch`: a
 block of distinct tokens repeated at a random offset, sometimes after a gap), run the model forward through each layer's
-:meth:`MultiHeadAttention.vjp`, take the cross-entropy of every next token, run the chain
+:func:`mhattn.core.grad_full.module_vjp`, take the cross-entropy of every next token, run the chain
 rule backwards layer by layer, and let Adam move every weight. Everything is seeded: the
 same seed on the same machine gives the same checkpoint, bit for bit.
 """
@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..checks.optional import require
+from ..core.grad_full import module_vjp
 from ..core.masks import causal_mask
 from .circuits import icl_tokens, induction_loss, mid_context_token, repeated_random_tokens, token_losses
 from .losses import cross_entropy
@@ -67,7 +68,7 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
     h = embed[tokens] + pos[:seq_len]  # (batch, seq_len, d_model)
     backwards = []
     for layer in model.layers:
-        out, _, backward = layer.vjp(h, mask)  # the chapter's module, forward once
+        out, _, backward = module_vjp(layer, h, mask)  # the chapter's module, forward once
         backwards.append(backward)
         h = h + out  # (batch, seq_len, d_model)
     logits = h @ unembed  # (batch, seq_len, vocab)
