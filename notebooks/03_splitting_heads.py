@@ -48,9 +48,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from mhattn import causal_mask, combine_heads, scaled_dot_product_attention, split_heads
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.figures import save_figure
-from mhattn.pictures.source import show_source
+from mhattn.pictures import exercise, not_yet, save_figure, show_source
 
 np.set_printoptions(precision=3, suppress=True)
 # the notebooks run with the notebooks/ folder as working directory

@@ -48,10 +48,7 @@ from mhattn import (
     scaled_dot_product_attention,
     split_heads,
 )
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.figures import save_figure
-from mhattn.pictures.plots import plot_heads
-from mhattn.pictures.source import show_source
+from mhattn.pictures import exercise, not_yet, plot_heads, save_figure, show_source
 
 np.set_printoptions(precision=3, suppress=True)
 # the notebooks run with notebooks/ as the working directory

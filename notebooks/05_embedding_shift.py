@@ -44,11 +44,14 @@ import numpy as np
 from sklearn.decomposition import PCA
 
 from mhattn import MultiHeadAttention
-from mhattn.pictures.embedding_shift import embedding_shift_2d
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.figures import save_figure
-from mhattn.pictures.plots import plot_embedding_shift
-from mhattn.pictures.source import show_source
+from mhattn.pictures import (
+    embedding_shift_2d,
+    exercise,
+    not_yet,
+    plot_embedding_shift,
+    save_figure,
+    show_source,
+)
 
 np.set_printoptions(precision=3, suppress=True)
 # the notebooks run with notebooks/ as the working directory

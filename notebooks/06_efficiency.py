@@ -27,8 +27,8 @@
 # measures time in **one** cell, whose output is not compared when the notebook is
 # tested, and its text only states what holds on any machine. Every number the text
 # relies on is either exact (operation counts, bytes of memory, measured with
-# `tracemalloc`) or marked as a measurement of the machine that ran the cell;
-# `tests/test_claims_04_06.py` recomputes the exact ones.
+# `tracemalloc`) or marked as a measurement of the machine that ran the cell; the
+# package's tests recompute the exact ones.
 #
 # **What you will learn**
 #
@@ -60,9 +60,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from mhattn import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, blocks, blockwise_attention
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.figures import save_figure
-from mhattn.pictures.source import show_source
+from mhattn.pictures import exercise, not_yet, save_figure, show_source
 
 np.set_printoptions(precision=4, suppress=True)
 # the notebooks run with notebooks/ as the working directory

@@ -41,11 +41,20 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mhattn.learn import several_heads as sh
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.figures import save_figure
-from mhattn.pictures.plots import plot_attention
-from mhattn.pictures.source import show_source
+from mhattn.learn import (
+    TwoSlotModel,
+    evaluation_batch,
+    experiment,
+    logits_with_weights,
+    mean_weights,
+    offset_profile,
+    slot_accuracy,
+    slot_loss_and_grads,
+    two_slot_batch,
+    without_heads,
+)
+from mhattn.learn import several_heads as sh  # the listings below show its code
+from mhattn.pictures import exercise, not_yet, plot_attention, save_figure, show_source
 
 np.set_printoptions(precision=2, suppress=True)
 FIGURES = Path("..") / "figures"  # the notebooks run in notebooks/
@@ -114,7 +123,7 @@ show_source(sh.two_slot_batch)
 # no token two back, so they are never scored):
 
 # %%
-tokens, targets = sh.two_slot_batch(np.random.default_rng(0), 1, seq_len=8)
+tokens, targets = two_slot_batch(np.random.default_rng(0), 1, seq_len=8)
 scored = np.arange(8) >= sh.FIRST_SCORED
 print("position   ", np.arange(8))
 print("token      ", tokens[0])
@@ -147,7 +156,7 @@ names = ["embed", "pos", "W_qkv", "W_o", "readouts"]
 header = " ".join(f"{name:>8}" for name in names)
 print(f"{'num_heads':>9} {'d_k':>4} {header}    total")
 for num_heads in [1, 2, 4]:
-    model = sh.TwoSlotModel(num_heads)
+    model = TwoSlotModel(num_heads)
     sizes = [model.parameters()[n].size for n in names]
     row = " ".join(f"{size:>8}" for size in sizes)
     print(f"{num_heads:>9} {model.attention.d_k:>4} {row} {model.parameter_count():>8}")
@@ -182,8 +191,8 @@ show_source(sh.loss_and_grads)
 # $$
 #
 # The loss below is computed from the module's *forward* and a log-softmax written out
-# in the cell, not from the code that made the gradient. (`tests/test_several_heads.py`
-# checks every single weight the same way.)
+# in the cell, not from the code that made the gradient. (The package's tests check
+# every single weight the same way.)
 
 
 # %%
@@ -197,11 +206,11 @@ def loss_from_forward(model, tokens, targets):
     return nll.mean(axis=(1, 2)).sum()  # each slot's mean, added
 
 
-tiny = sh.TwoSlotModel(2, vocab=5, seq_len=5, d_model=4, seed=3)
-tiny_tokens, tiny_targets = sh.two_slot_batch(
+tiny = TwoSlotModel(2, vocab=5, seq_len=5, d_model=4, seed=3)
+tiny_tokens, tiny_targets = two_slot_batch(
     np.random.default_rng(1), 3, vocab=5, seq_len=5
 )
-_, grads = sh.loss_and_grads(tiny, tiny_tokens, tiny_targets)
+_, grads = slot_loss_and_grads(tiny, tiny_tokens, tiny_targets)
 rng, eps = np.random.default_rng(2), 1e-6
 for trial in range(3):
     direction = {n: rng.standard_normal(p.shape) for n, p in tiny.parameters().items()}
@@ -235,7 +244,7 @@ show_source(sh.train)
 # positions each), and we print each slot's accuracy. Chance is $1/16 \approx 0.06$.
 
 # %%
-models, accuracy = sh.experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2))
+models, accuracy = experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2))
 
 print(f"{'heads':>5} {'seed':>4} {'parameters':>10} {'previous':>9} {'two back':>9}")
 for (num_heads, seed), (previous, two_back) in accuracy.items():
@@ -264,12 +273,12 @@ for (num_heads, seed), (previous, two_back) in accuracy.items():
 # head*, in the terms of Olsson et al., 2022). Seed 0 of each model:
 
 # %%
-test_tokens, test_targets = sh.evaluation_batch(0)
+test_tokens, test_targets = evaluation_batch(0)
 keys = " ".join(f"{key:>6}" for key in ["t", "t - 1", "t - 2", "t - 3"])
 print(f"{'heads':>5} {'head':>4} {keys}")
 for num_heads in [1, 2, 4]:
     _, weights = models[num_heads, 0](test_tokens)
-    for head, row in enumerate(sh.offset_profile(weights, max_offset=3)):
+    for head, row in enumerate(offset_profile(weights, max_offset=3)):
         shares = " ".join(f"{w:6.2f}" for w in row)
         print(f"{num_heads:>5} {head:>4} {shares}")
 
@@ -280,13 +289,13 @@ for num_heads in [1, 2, 4]:
 # the two-head model each take one.
 
 # %%
-one_head = sh.mean_weights(models[1, 0], test_tokens)  # (1, seq_len, seq_len)
-two_heads = sh.mean_weights(models[2, 0], test_tokens)  # (2, seq_len, seq_len)
+one_head = mean_weights(models[1, 0], test_tokens)  # (1, seq_len, seq_len)
+two_heads = mean_weights(models[2, 0], test_tokens)  # (2, seq_len, seq_len)
 panels = [(one_head[0], "1 head: head 0"), (two_heads[0], "2 heads: head 0"),
           (two_heads[1], "2 heads: head 1")]
 fig, axes = plt.subplots(1, 3, figsize=(7.5, 3.0), layout="constrained")
-for ax, (mean_weights, title) in zip(axes, panels, strict=True):
-    image = plot_attention(mean_weights, ax=ax, title=title, annotate=False)
+for ax, (average, title) in zip(axes, panels, strict=True):
+    image = plot_attention(average, ax=ax, title=title, annotate=False)
     ax.set_xticks(range(0, 16, 5), [str(i) for i in range(0, 16, 5)])
     ax.set_yticks(range(0, 16, 5), [str(i) for i in range(0, 16, 5)])
 for ax in axes[1:]:
@@ -325,7 +334,7 @@ show_source(sh.logits_with_weights)
 # %%
 def accuracy_with(model, weights):
     """Each slot's accuracy on the test sequences when the model uses these weights."""
-    logits = sh.logits_with_weights(model, test_tokens, weights)  # (2, b, s, vocab)
+    logits = logits_with_weights(model, test_tokens, weights)  # (2, b, s, vocab)
     hits = (logits.argmax(axis=-1) == test_targets)[:, :, sh.FIRST_SCORED :]
     return hits.mean(axis=(1, 2))  # (2,): previous, two back
 
@@ -377,8 +386,8 @@ show_source(sh.without_heads)
 four = models[4, 0]
 print(f"{'removed':>8} {'previous':>9} {'two back':>9}")
 for removed in [None, 0, 1, 2, 3]:
-    kept = four if removed is None else sh.without_heads(four, [removed])
-    previous, two_back = sh.slot_accuracy(kept, test_tokens, test_targets)
+    kept = four if removed is None else without_heads(four, [removed])
+    previous, two_back = slot_accuracy(kept, test_tokens, test_targets)
     name = "none" if removed is None else f"head {removed}"
     print(f"{name:>8} {previous:>9.2f} {two_back:>9.2f}")
 
@@ -441,7 +450,7 @@ def check_exercise_1(function):
     sizes = [(16, 16, 32, 1), (16, 16, 32, 4), (7, 5, 12, 3), (3, 9, 8, 8)]
     not_yet(function(*sizes[0]))
     for vocab, seq_len, d_model, heads in sizes:
-        model = sh.TwoSlotModel(heads, vocab=vocab, seq_len=seq_len, d_model=d_model)
+        model = TwoSlotModel(heads, vocab=vocab, seq_len=seq_len, d_model=d_model)
         expected = model.parameter_count()
         answer = function(vocab, seq_len, d_model, heads)
         assert answer == expected, (
@@ -505,7 +514,7 @@ def check_exercise_2(function):
         assert np.shape(answer) == (2, 64, model.seq_len, model.vocab), (
             f"expected shape (2, batch, seq_len, vocab); got {np.shape(answer)}"
         )
-        expected, _ = sh.without_heads(model, [head])(check_tokens)
+        expected, _ = without_heads(model, [head])(check_tokens)
         assert np.allclose(answer, expected), (
             f"head {head}: not the logits of the model without that head. Zero "
             f"weights[:, {head}] only, on a copy of the weights, and keep the others"
@@ -527,7 +536,7 @@ print(check_exercise_2(silenced_logits))
 def solution_silenced_logits(model, tokens, head):
     _, weights = model(tokens)  # (batch, num_heads, seq_len, seq_len): a new array
     weights[:, head] = 0.0  # this head takes nothing from any key
-    return sh.logits_with_weights(model, tokens, weights)  # (2, batch, seq_len, vocab)
+    return logits_with_weights(model, tokens, weights)  # (2, batch, seq_len, vocab)
 
 
 print(check_exercise_2(solution_silenced_logits))
@@ -551,7 +560,7 @@ def check_exercise_3(answer):
     model = models[2, 0]
     _, weights = model(test_tokens)
     weights[:, 1] = weights[:, 0]
-    logits = sh.logits_with_weights(model, test_tokens, weights)
+    logits = logits_with_weights(model, test_tokens, weights)
     hits = (logits.argmax(axis=-1) == test_targets)[:, :, sh.FIRST_SCORED :]
     expected = hits.mean(axis=(1, 2))
     assert np.shape(answer) == (2,), (
@@ -577,7 +586,7 @@ print(check_exercise_3(copied_row_accuracy))
 # t - 2"; it now holds the token at t - 1, which is the right answer only by accident.
 _, copied = models[2, 0](test_tokens)  # (batch, 2, seq_len, seq_len)
 copied[:, 1] = copied[:, 0]  # head 1 now attends where head 0 does
-copied_logits = sh.logits_with_weights(models[2, 0], test_tokens, copied)
+copied_logits = logits_with_weights(models[2, 0], test_tokens, copied)
 copied_hits = (copied_logits.argmax(axis=-1) == test_targets)[:, :, sh.FIRST_SCORED :]
 solution_copied_row_accuracy = copied_hits.mean(axis=(1, 2))
 print(check_exercise_3(solution_copied_row_accuracy))

@@ -52,9 +52,8 @@ from mhattn import (
     rope_angles,
     sinusoidal_encoding,
 )
-from mhattn.learn.model import load_trained
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.source import show_source
+from mhattn.learn import load_trained
+from mhattn.pictures import exercise, not_yet, show_source
 
 np.set_printoptions(precision=3, suppress=True)
 rng = np.random.default_rng(0)
@@ -303,10 +302,10 @@ print("interleaved, then reordered == reordered, then half-split:",
 #
 # ## 5. RoPE in the module
 #
-# `RotaryMultiHeadAttention` is notebook 04's module with one more line: after the heads
-# are split, every query and key turns by its position (`rotate` applies `apply_rope`, or
-# `apply_rope_interleaved` for `rope="interleaved"`). The weights are drawn as in
-# notebook 04, so the same seed gives the same `W_qkv` and `W_o`.
+# `RotaryMultiHeadAttention` is notebook 04's module with one more line: after the
+# heads are split, every query and key turns by its position (`rotate` applies
+# `apply_rope`, or `apply_rope_interleaved` for `rope="interleaved"`). The weights are
+# drawn as in notebook 04, so the same seed gives the same `W_qkv` and `W_o`.
 
 # %%
 show_source(RotaryMultiHeadAttention.forward)
@@ -321,10 +320,16 @@ x = rng.standard_normal((2, 12, 32))
 layer = RotaryMultiHeadAttention(d_model=32, num_heads=4, seed=1)
 output, _ = layer(x, causal_mask(12))  # positions 0, 1, ..., 11
 moved, _ = layer(x, causal_mask(12), positions=np.arange(12) + 100)
-print("positions moved by 100 give the same output:", np.allclose(output, moved, rtol=0, atol=1e-12))
+print(
+    "positions moved by 100 give the same output:",
+    np.allclose(output, moved, rtol=0, atol=1e-12),
+)
 unturned, _ = layer(x, causal_mask(12), positions=np.zeros(12, dtype=int))
 plain, _ = MultiHeadAttention(d_model=32, num_heads=4, seed=1)(x, causal_mask(12))
-print("every position 0 == MultiHeadAttention with the same seed:", np.allclose(unturned, plain, rtol=0, atol=1e-12))
+print(
+    "every position 0 == MultiHeadAttention with the same seed:",
+    np.allclose(unturned, plain, rtol=0, atol=1e-12),
+)
 
 # %% [markdown]
 # A model that writes one token at a time keeps the keys of the earlier tokens in a

@@ -62,13 +62,24 @@ from mhattn import (
     softmax,
     softmax_vjp,
 )
-from mhattn.learn.circuits import (
+from mhattn.learn import (
+    Adam,
+    accuracy,
     claims,
     composition_baseline,
     composition_scores,
     copying_score,
+    decode_tokens,
+    determined_positions,
+    encode_letters,
     forward_without_key_path,
+    generate,
+    induction_batch,
+    initial_model,
     k_composition_scores,
+    load_shortcut,
+    load_trained,
+    loss_and_grads,
     loss_report,
     measure,
     offset_accuracy,
@@ -78,26 +89,11 @@ from mhattn.learn.circuits import (
     previous_token_profile,
     previous_token_score,
     qk_circuit,
-)
-from mhattn.learn.generate import generate
-from mhattn.learn.model import (
-    decode_tokens,
-    encode_letters,
-    load_shortcut,
-    load_trained,
+    repeated_positions,
+    train,
     training_record,
 )
-from mhattn.learn.optim import Adam
-from mhattn.learn.task import (
-    accuracy,
-    determined_positions,
-    induction_batch,
-    repeated_positions,
-)
-from mhattn.learn.train import initial_model, loss_and_grads, train
-from mhattn.pictures.exercises import exercise, not_yet
-from mhattn.pictures.figures import save_figure
-from mhattn.pictures.source import show_source
+from mhattn.pictures import exercise, not_yet, save_figure, show_source
 
 np.set_printoptions(precision=2, suppress=True)
 plt.rcParams.update({"font.size": 12, "legend.fontsize": 11})  # legible on a phone
@@ -292,8 +288,8 @@ print("h = 1e-2 is 1000 times worse:", errors_h[-1] > 1000 * errors_h.min())
 # again to the right. -->
 
 # %% [markdown]
-# The tests go further (`tests/test_grad.py`): every entry, several shapes and masks,
-# grouped queries, and PyTorch's autograd with the same weights, which agrees to
+# The package's tests go further: every entry, several shapes and masks, grouped
+# queries, and PyTorch's autograd with the same weights, which agrees to
 # $10^{-10}$ in float64.
 #
 # The masks give exact zeros, as derived. The two padded tokens of the second sequence

@@ -20,10 +20,10 @@
 # serves a language model computes the same numbers, but four ideas make it affordable.
 # This notebook derives each of them from what the chapter already built, shows the
 # package's code for it, checks it against the chapter's own layer, and draws what it
-# buys. The layer that gathers them is `GroupedQueryAttention`: notebook 04's module with
-# notebook 08's rotary positions (optional here), grouped key/value heads, a KV cache and
-# cross-attention, and the bridges to PyTorch's weights. With its defaults it is notebook
-# 04's module, weight for weight.
+# buys. The layer that gathers them is `GroupedQueryAttention`: notebook 04's module
+# with notebook 08's rotary positions (optional here), grouped key/value heads, a KV
+# cache and cross-attention, and the bridges to PyTorch's weights. With its defaults it
+# is notebook 04's module, weight for weight.
 #
 # **In this notebook you will learn**
 #
@@ -62,8 +62,7 @@ from mhattn import (
 )
 from mhattn.engine import KVCache, flash_attention
 from mhattn.engine import flash as flash_module
-from mhattn.pictures.exercises import exercise
-from mhattn.pictures.source import show_source
+from mhattn.pictures import exercise, show_source
 
 np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(8)
@@ -215,9 +214,9 @@ show_source(flash_module._attend_query_tile)
 #
 # On a causal mask with a fully masked row, with tiles that divide nothing evenly, and
 # with huge scores, the tiles give the teaching path's output to float rounding. The
-# bound is the one derived in `tests/test_flash.py`:
-# $2 \max|v|\,\varepsilon\,(2 d_k S + n + 4)$, with $S$ the largest possible score. The
-# test file runs these checks for every dtype, tile size and mask layout.
+# bound, derived from the rounding of each step, is
+# $2 \max|v|\,\varepsilon\,(2 d_k S + n + 4)$, with $S$ the largest possible score; the
+# package's tests run these checks for every dtype, tile size and mask layout.
 
 
 # %%
@@ -632,7 +631,7 @@ print(
 )
 
 # %% [markdown]
-# `tests/test_gqa_cross_dropout.py` checks the module against
+# The package's tests check the module against
 # `torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)` with the same
 # projections.
 #
@@ -826,15 +825,15 @@ print(
 #   memory-efficient attention) that `F.scaled_dot_product_attention` picks by itself.
 # - `num_kv_heads` (section 4) is its `enable_gqa=True`, with fewer key/value heads
 #   than query heads; `dropout_p` (section 6) has the same name there.
-# - `GroupedQueryAttention(d_model, num_heads)` (and notebook 04's `MultiHeadAttention`) is
+# - `GroupedQueryAttention(d_model, num_heads)` (notebook 04's `MultiHeadAttention` too)
+#   is
 #   `nn.MultiheadAttention(d_model, num_heads, bias=False, batch_first=True)`, whose
 #   boolean masks mean True = *blocked* (notebook 02); its `in_proj_weight` and
 #   `out_proj.weight` are our `W_qkv` and `W_o`, stored transposed (`x @ W.T`).
 # - `KVCache` has no counterpart in `torch.nn`: libraries that generate text keep
 #   their own.
 #
-# The chapter's tests compare the package with PyTorch under these names, in
-# `tests/test_torch_twin.py` and `tests/test_gqa_cross_dropout.py`.
+# The chapter's tests compare the package with PyTorch under these names.
 #
 # ### Loading a PyTorch module's weights
 #
