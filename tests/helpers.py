@@ -135,7 +135,7 @@ def projected_tolerances(attention, heads, W_o, x_dtype):
     return bound, t_weights
 
 
-def module_tolerances(mha, x, context=None):
+def module_tolerances(mha, x, context=None, dtype=np.float64):
     """Bounds ``(output, weights)`` on |mhattn - an independent float64 module| (torch's, say).
 
     With ``X`` the largest row norm of ``x`` and ``context`` and ``W``, ``W_o`` the largest
@@ -151,6 +151,7 @@ def module_tolerances(mha, x, context=None):
       ``sqrt(d_model) W_o (head error + d_model eps P)``.
 
     Each side is within that of the exact answer, so they are within twice it of each other.
+    ``dtype`` is the precision the computation runs in (float64 unless given).
     """
     d_model, d_k = mha.d_model, mha.d_k
     sources = [x] if context is None else [x, context]
@@ -158,10 +159,27 @@ def module_tolerances(mha, x, context=None):
     P = X * max_norm(mha.W_qkv.T)
     S = math.sqrt(d_k) * P**2
     seq_k = sources[-1].shape[1]
-    rel = 2 * rounding(np.float64, 2 * d_model + d_k, S) + rounding(np.float64, seq_k + 4)
-    head = P * rel + rounding(np.float64, d_model + seq_k, P)
-    output = math.sqrt(d_model) * max_norm(mha.W_o.T) * (head + rounding(np.float64, d_model, P))
+    rel = 2 * rounding(dtype, 2 * d_model + d_k, S) + rounding(dtype, seq_k + 4)
+    head = P * rel + rounding(dtype, d_model + seq_k, P)
+    output = math.sqrt(d_model) * max_norm(mha.W_o.T) * (head + rounding(dtype, d_model, P))
     return 2 * output, 2 * rel
+
+
+def close_in(mha, x, dtype):
+    """``(output, weights)`` bounds on |a module computed in ``dtype`` - the same computed in float64|, cast to ``dtype``.
+
+    Zero in float64 (the two must agree exactly). Below it: the rounding of a ``dtype``
+    computation (float16 runs in float32) by :func:`module_tolerances`, plus one rounding of the
+    cast to ``dtype`` on each side.
+    """
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return 0.0, 0.0
+    compute = np.float32 if dtype == np.float16 else dtype
+    output, weights = module_tolerances(mha, np.asarray(x, np.float64), dtype=compute)
+    x_max = max_norm(x) * max_norm(mha.W_qkv.T) * max_norm(mha.W_o.T) * math.sqrt(mha.d_model)
+    cast = 2 * unit_roundoff(dtype)
+    return output + cast * x_max, weights + cast
 
 
 def small_module(dtype=np.float64, seq_len=5, seed=16, module=GroupedQueryAttention):

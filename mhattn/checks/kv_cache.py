@@ -9,7 +9,7 @@ changes nothing.
 
 import contextlib
 
-from .values import index, number_array
+from .values import finite, index, number_array
 
 SIZE_HINTS = {
     "batch": "every step must continue the same sequences: keep x's batch size, or start a new KVCache",
@@ -20,7 +20,7 @@ SIZE_HINTS = {
 
 
 def extend_args(self, K_new, V_new, owner):
-    """Arguments of :meth:`mhattn.engine.KVCache.extend`: new keys and values that fit the cached ones."""
+    """Arguments of :meth:`mhattn.engine.KVCache.extend`: finite new keys and values that fit the cached ones."""
     step = self._step("KVCache.extend").take()  # from here the cache is this thread's, until extend returns
     with _given_back_if_refused(step):
         K_new, V_new = _float_array("K_new", K_new), _float_array("V_new", V_new)
@@ -62,7 +62,7 @@ def _float_array(name, value):
     array = number_array(name, value)  # a masked array is refused: its mask would be lost
     if array.dtype.kind != "f":
         raise TypeError(f"{name} must be a float array; got dtype {array.dtype}")
-    return array
+    return finite(name, array)  # a NaN key or value, once cached, would spoil every later step's output
 
 
 def _same_owner(cache, owner):

@@ -87,6 +87,9 @@ def scored_batch(model, tokens, n):
     tokens = check_token_ids(tokens, model.vocab, model.max_len)
     if tokens.ndim != 2:
         raise ValueError(f"tokens must be a batch of shape (batch, seq_len); got shape {tokens.shape}")
+    if isinstance(n, np.ma.MaskedArray):
+        raise TypeError(f"n must be ints of shape ({tokens.shape[0]},) in a plain ndarray, not a masked array "
+                        "(its mask would be lost)")
     n = np.asarray(n)
     if n.dtype.kind not in "iu" or n.shape != tokens.shape[:1]:
         raise ValueError(f"n must be ints of shape ({tokens.shape[0]},), one per sequence; got {n.dtype} {n.shape}")

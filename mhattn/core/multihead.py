@@ -103,7 +103,8 @@ class MultiHeadAttention:
         Parameters
         ----------
         x : ndarray of shape ``(batch, seq_len, d_model)``
-            Returned in its own dtype (float16 is computed in float32; integers become float64).
+            Computed in the wider of its dtype and the weights' (float64 weights: float64), and
+            returned in ``x``'s dtype; integers become float64.
         mask : ndarray of bool, optional
             True where a query may attend to a key: ``(seq_len, seq_len)``; or
             ``(batch or 1, seq_len or 1, seq_len)``, one mask per sequence shared by every head;
@@ -117,11 +118,10 @@ class MultiHeadAttention:
         weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``
             ``weights[b, h, i, j]`` is how much query ``i`` of head ``h`` takes from key ``j``.
         """
-        W_qkv, W_o = self.W_qkv.astype(x.dtype, copy=False), self.W_o.astype(x.dtype, copy=False)  # x's dtype
-        Q, K, V = np.split(x @ W_qkv, 3, axis=-1)  # (batch, seq, d_model) each: one product for all three
+        Q, K, V = np.split(x @ self.W_qkv, 3, axis=-1)  # (batch, seq, d_model) each: one product for all three
         Q, K, V = (split_heads(t, self.num_heads) for t in (Q, K, V))  # (batch, num_heads, seq, d_k) each
         heads, weights = scaled_dot_product_attention(Q, K, V, mask)  # every head at once
-        output = combine_heads(heads) @ W_o  # (batch, seq, d_model)
+        output = combine_heads(heads) @ self.W_o  # (batch, seq, d_model)
         return output, weights
 
     def __call__(self, *args, **kwargs):

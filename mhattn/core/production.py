@@ -279,3 +279,20 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         rope = "True" if self.rope_pairing == "half" else repr(self.rope_pairing)
         grouped += f", rope={rope}, rope_base={self.rope_base:g}" if self.rope else ""
         return f"{type(self).__name__}(d_model={self.d_model}, num_heads={self.num_heads}{grouped}, d_k={self.d_k})"
+
+
+def as_grouped_query_attention(layer):
+    """``layer`` (any of the chapter's attention modules) as a :class:`GroupedQueryAttention` that shares its arrays.
+
+    The same weights (not copies: training the one trains the other) and settings, with as many
+    key/value heads as query heads unless ``layer`` has fewer: a toy model's plain layers can
+    then decode with a :class:`mhattn.KVCache`.
+    """
+    full = GroupedQueryAttention.__new__(GroupedQueryAttention)
+    full.d_model, full.num_heads, full.d_k = layer.d_model, layer.num_heads, layer.d_k
+    full.num_kv_heads = getattr(layer, "num_kv_heads", layer.num_heads)
+    full.rope = getattr(layer, "rope", False)
+    full.rope_pairing = getattr(layer, "rope_pairing", None) if full.rope else None
+    full.rope_base = getattr(layer, "rope_base", 10000.0)
+    full.W_qkv, full.W_o = layer.W_qkv, layer.W_o  # (d_model, width), (d_model, d_model): shared
+    return full

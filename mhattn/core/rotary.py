@@ -66,12 +66,11 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         """
         if positions is None:
             positions = np.arange(x.shape[1])  # (seq,): token t sits at position t
-        W_qkv, W_o = self.W_qkv.astype(x.dtype, copy=False), self.W_o.astype(x.dtype, copy=False)  # x's dtype
-        Q, K, V = np.split(x @ W_qkv, 3, axis=-1)  # (batch, seq, d_model) each
+        Q, K, V = np.split(x @ self.W_qkv, 3, axis=-1)  # (batch, seq, d_model) each
         Q, K, V = (split_heads(t, self.num_heads) for t in (Q, K, V))  # (batch, num_heads, seq, d_k) each
         Q, K = rotate(Q, positions, self), rotate(K, positions, self)  # each turned by its position
         heads, weights = scaled_dot_product_attention(Q, K, V, mask)
-        output = combine_heads(heads) @ W_o  # (batch, seq, d_model)
+        output = combine_heads(heads) @ self.W_o  # (batch, seq, d_model)
         return output, weights
 
     def __repr__(self):

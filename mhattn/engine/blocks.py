@@ -87,6 +87,18 @@ def blockwise_attention(Q, K, V, mask=None, *, block_size=None, need_weights=Fal
         that is not a positive int, or a ``need_weights`` that is not a bool.
     FloatingPointError
         If finite inputs overflow (a score ``q . k / sqrt(d_k)`` beyond the dtype's range).
+
+    Examples
+    --------
+    >>> from mhattn import causal_mask, scaled_dot_product_attention
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.standard_normal((3, 2, 6, 4))  # (batch, seq_len, d_k) each
+    >>> output, weights = blockwise_attention(Q, K, V, causal_mask(6), block_size=2, need_weights=True)
+    >>> output.shape, weights.shape
+    ((2, 6, 4), (2, 6, 6))
+    >>> reference, _ = scaled_dot_product_attention(Q, K, V, causal_mask(6))
+    >>> bool(np.allclose(output, reference))  # three blocks of two queries: the same numbers
+    True
     """
     output, weights = attention_in_blocks(Q, K, V, mask, block_size=block_size, need_weights=need_weights)
     return (output, weights) if need_weights else output

@@ -97,6 +97,18 @@ def flash_attention(Q, K, V, mask=None, *, block_q=None, block_k=None, is_causal
     FloatingPointError
         If a score ``q . k / sqrt(d_k)`` overflows (finite but enormous ``Q`` and ``K``), or
         the output does not fit the output dtype.
+
+    Examples
+    --------
+    >>> from mhattn import causal_mask, scaled_dot_product_attention
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.standard_normal((3, 1, 2, 8, 4))  # (batch, heads, seq_len, d_k) each
+    >>> output, lse = flash_attention(Q, K, V, block_q=4, block_k=2, is_causal=True, return_lse=True)
+    >>> output.shape, lse.shape
+    ((1, 2, 8, 4), (1, 2, 8))
+    >>> reference, _ = scaled_dot_product_attention(Q, K, V, causal_mask(8))
+    >>> bool(np.allclose(output, reference))  # tiles of 4 queries by 2 keys: the same numbers
+    True
     """
     output, lse = attention_in_tiles(Q, K, V, mask, block_q=block_q, block_k=block_k, is_causal=is_causal)
     return (output, lse) if return_lse else output

@@ -28,7 +28,7 @@ FIRST_CAPACITY = 16  #: tokens the buffers hold at first (more if the first chun
 class KVCache:
     """The keys and values of every token seen so far, for one attention module.
 
-    Pass it to :meth:`mhattn.MultiHeadAttention.forward` as ``kv_cache=``; the module calls
+    Pass it to :meth:`mhattn.GroupedQueryAttention.forward` as ``kv_cache=``; the module calls
     :meth:`extend` with the keys and values of its new tokens, then attends from the new
     queries to everything returned.
 
@@ -47,17 +47,15 @@ class KVCache:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from mhattn import MultiHeadAttention, causal_mask
-    >>> from mhattn.engine import KVCache
-    >>> mha = MultiHeadAttention(d_model=16, num_heads=4)
-    >>> x = np.random.default_rng(0).standard_normal((1, 5, 16))
+    >>> from mhattn import GroupedQueryAttention, causal_mask
+    >>> mha = GroupedQueryAttention(d_model=16, num_heads=4, num_kv_heads=2)
+    >>> x = np.random.default_rng(0).standard_normal((1, 5, 16))  # (batch, seq_len, d_model)
     >>> cache = KVCache()
     >>> steps = [mha(x[:, t : t + 1], kv_cache=cache)[0] for t in range(5)]  # one token at a time
-    >>> np.allclose(np.concatenate(steps, axis=1), mha(x, causal_mask(5))[0])
+    >>> bool(np.allclose(np.concatenate(steps, axis=1), mha(x, causal_mask(5))[0]))
     True
-    >>> len(cache)
-    5
+    >>> len(cache), cache.keys.shape  # (batch, num_kv_heads, tokens, d_k)
+    (5, (1, 2, 5, 4))
     """
 
     def __init__(self):
@@ -146,9 +144,25 @@ class KVCache:
             cached one.
         ValueError
             If a shape does not match the other array or the cached keys (batch size,
-            ``num_kv_heads``, ``d_k``, ``d_v``), or the owner differs from the first one.
+            ``num_kv_heads``, ``d_k``, ``d_v``), ``K_new`` or ``V_new`` holds NaN or inf, or
+            the owner differs from the first one.
         RuntimeError
             If another thread is using the cache (see :meth:`undo_on_error`).
+
+        Examples
+        --------
+        >>> cache = KVCache()
+        >>> K_new = np.zeros((1, 2, 3, 4))  # (batch, num_kv_heads, t_new, d_k): three tokens
+        >>> K_all, V_all, mask = cache.extend(K_new, np.ones((1, 2, 3, 4)))
+        >>> K_all.shape, len(cache)
+        ((1, 2, 3, 4), 3)
+        >>> mask  # new token i may attend to the cached tokens up to its own position
+        array([[ True, False, False],
+               [ True,  True, False],
+               [ True,  True,  True]])
+        >>> _, _, mask = cache.extend(np.zeros((1, 2, 1, 4)), np.ones((1, 2, 1, 4)))  # a fourth
+        >>> mask
+        array([[ True,  True,  True,  True]])
         """
         if self._owner is None:  # the first call: this owner, and only this one, from now on
             self._owner = Owner(owner)
@@ -178,6 +192,19 @@ class KVCache:
         The same thread may call the cache's methods inside the block. If the block raises
         (an overflow, a KeyboardInterrupt), the cache is put back as it was when the block
         began, so a retry does not cache the step's tokens twice.
+
+        Examples
+        --------
+        >>> cache = KVCache()
+        >>> _ = cache.extend(np.zeros((1, 1, 2, 4)), np.zeros((1, 1, 2, 4)))  # two tokens
+        >>> try:
+        ...     with cache.undo_on_error():
+        ...         _ = cache.extend(np.ones((1, 1, 3, 4)), np.ones((1, 1, 3, 4)))
+        ...         raise FloatingPointError("the step failed after caching its tokens")
+        ... except FloatingPointError:
+        ...     pass
+        >>> len(cache)  # the failed step's three tokens are gone
+        2
         """
         return self._step("a decoding step")
 
@@ -186,6 +213,14 @@ class KVCache:
         """Forget every token from position ``length`` on (capacity is kept).
 
         To go back to an earlier point of a decoding run (a rejected draft, a new branch).
+
+        Examples
+        --------
+        >>> cache = KVCache()
+        >>> _ = cache.extend(np.zeros((1, 1, 4, 2)), np.zeros((1, 1, 4, 2)))  # four tokens
+        >>> cache.truncate(1)  # keep the first token only
+        >>> len(cache), cache.keys.shape
+        (1, (1, 1, 1, 2))
         """
         if length < self._length:  # new buffers: views handed out earlier keep the forgotten tokens
             self._keys, self._values = self._keys.copy(), self._values.copy()
@@ -193,7 +228,16 @@ class KVCache:
 
     @checked(checks.clear_args)
     def clear(self):
-        """Forget every token (and the owner); the buffers are released."""
+        """Forget every token (and the owner); the buffers are released.
+
+        Examples
+        --------
+        >>> cache = KVCache()
+        >>> _ = cache.extend(np.zeros((1, 1, 3, 2)), np.zeros((1, 1, 3, 2)))
+        >>> cache.clear()
+        >>> len(cache), cache.capacity, cache.keys
+        (0, 0, None)
+        """
         self._reset()
 
     def _grow(self, needed):

@@ -40,6 +40,15 @@ def previous_token_score(weights, queries=None):
     Returns
     -------
     ndarray of shape ``(num_heads,)``
+
+    Examples
+    --------
+    >>> previous = np.eye(4, k=-1)
+    >>> previous[0, 0] = 1.0  # query 0 can only attend to itself
+    >>> uniform = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]
+    >>> weights = np.stack([previous, uniform])[None]  # (1, 2, 4, 4): two heads
+    >>> previous_token_score(weights).round(2)
+    array([1.  , 0.36])
     """
     batch, _, seq_len, _ = weights.shape
     t = np.arange(1, seq_len)  # (seq_len - 1,): queries with a previous token
@@ -56,6 +65,12 @@ def segments(n, seq_len, offset=0, gap=0):
     ``"first copy"``: ``o <= t < o + n``; ``"second copy"``: ``s <= t < s + n``; ``"rest"``:
     every other position (the random tokens before, between and after the copies). ``n``,
     ``offset`` and ``gap`` are ints >= 0 or one per sequence, ``(batch,)``.
+
+    Examples
+    --------
+    >>> parts = segments(3, 8, offset=1)
+    >>> parts["second copy"].astype(int)
+    array([[0, 0, 0, 0, 1, 1, 1, 0]])
     """
     t = np.arange(seq_len)[None, :]  # (1, seq_len)
     n = np.atleast_1d(n)[:, None]  # (batch, 1)
@@ -84,6 +99,13 @@ def prefix_matching_score(weights, tokens):
     Returns
     -------
     ndarray of shape ``(num_heads,)``
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1, 2, 0, 1, 2]])
+    >>> weights = np.eye(6)[[0, 1, 2, 1, 2, 3]][None, None]  # (1, 1, 6, 6): each repeat looks at what followed
+    >>> prefix_matching_score(weights, tokens)
+    array([1.])
     """
     seq_len = tokens.shape[1]
     after = np.zeros(tokens.shape, dtype=tokens.dtype)  # (batch, seq_len): the token before each key
@@ -105,13 +127,25 @@ def repeated_random_tokens(rng, batch_size, half_len, vocab):
     Returns
     -------
     ndarray of int, shape ``(batch_size, 2 * half_len)``
+
+    Examples
+    --------
+    >>> repeated_random_tokens(np.random.default_rng(0), 2, 3, 8)
+    array([[2, 4, 3, 2, 4, 3],
+           [6, 2, 7, 6, 2, 7]])
     """
     first = rng.permuted(np.tile(np.arange(vocab), (batch_size, 1)), axis=1)[:, :half_len]  # (batch, half_len)
     return np.concatenate([first, first], axis=1)  # (batch, 2 * half_len)
 
 
 def offset_repeats(rng, batch_size, offset, half_len, vocab):
-    """``offset`` random tokens, then :func:`repeated_random_tokens`; the first ``offset + half_len`` all distinct."""
+    """``offset`` random tokens, then :func:`repeated_random_tokens`; the first ``offset + half_len`` all distinct.
+
+    Examples
+    --------
+    >>> offset_repeats(np.random.default_rng(0), 1, 2, 3, 8)
+    array([[2, 4, 3, 6, 5, 3, 6, 5]])
+    """
     first = rng.permuted(np.tile(np.arange(vocab), (batch_size, 1)), axis=1)[:, : offset + half_len]
     return np.concatenate([first, first[:, offset:]], axis=1)  # (batch, offset + 2 * half_len)
 
@@ -121,6 +155,15 @@ def previous_token_profile(model, layer=0, *, num_sequences=1024, seed=13, at_st
 
     Averaged over fresh training sequences (:func:`induction_batch`, or its ``at_start`` layout);
     position 0 has no previous token and is NaN.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> profile = previous_token_profile(load_trained(), 0, num_sequences=8)
+    >>> profile.shape
+    (4, 32)
+    >>> bool(np.isnan(profile[:, 0]).all())
+    True
     """
     rng = np.random.default_rng(seed)
     tokens = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len, at_start=at_start)[0]
@@ -136,6 +179,12 @@ def prefix_matching_by_offset(model, layer=1, *, half_len=8, num_sequences=256, 
 
     Row ``o``: :func:`prefix_matching_score` on :func:`offset_repeats` sequences, ``half_len``
     repeated random tokens after ``o`` random tokens that occur nowhere else.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> prefix_matching_by_offset(load_trained(), 1, half_len=8, num_sequences=4).shape
+    (17, 4)
     """
     rng = np.random.default_rng(seed)
     rows = []

@@ -49,6 +49,16 @@ def forward_without_key_path(model, tokens, heads):
     Returns
     -------
     ndarray of shape ``(batch, seq_len, vocab)``
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> model = load_trained()
+    >>> tokens = induction_batch(np.random.default_rng(0), 2)[0]
+    >>> forward_without_key_path(model, tokens, []).shape
+    (2, 32, 32)
+    >>> bool(np.allclose(forward_without_key_path(model, tokens, []), model(tokens)[0]))
+    True
     """
     seq_len = tokens.shape[-1]
     mask = causal_mask(seq_len)  # (seq_len, seq_len)
@@ -84,6 +94,15 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
     of ``lengths[i]`` distinct tokens after ``o`` random ones, repeated after ``gap`` more.
     Offsets run from 0 to ``max_len - 2 * min(lengths) - gap``; a cell whose repeat does not fit
     is NaN.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> table = offset_accuracy(load_trained(), range(4, 6), per_cell=4)
+    >>> table.shape  # block lengths 4 and 5; offsets 0 .. 32 - 2 * 4
+    (2, 25)
+    >>> bool(np.isnan(table[1, -2:]).all())  # a block of 5 does not fit at offsets 23 and 24
+    True
     """
     rng = np.random.default_rng(seed)
     offsets = model.max_len - 2 * min(lengths) - gap + 1
@@ -101,6 +120,13 @@ def gap_accuracy(model, gaps=range(2, 9), lengths=range(4, 13), *, num_sequences
 
     Each sequence's block length is drawn uniformly from ``lengths`` (shortened where the gap
     leaves no room for it and its repeat), its offset uniformly from those that fit.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> result = gap_accuracy(load_trained(), [2, 8], [4], num_sequences=16)
+    >>> sorted(result), all(0 <= a <= 1 for a in result.values())
+    ([2, 8], True)
     """
     rng = np.random.default_rng(seed)
     result = {}
@@ -132,6 +158,15 @@ def measure(model, *, num_sequences=512, seed=2024):
         ``accuracy_without_head`` (per last-layer head), ``accuracy_without_positions``.
         A dead head (one whose OV circuit, or QK matrix, is zero) has a copying and a
         K-composition score of NaN: it copies nothing and composes with nothing.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> result = measure(load_trained(), num_sequences=32)
+    >>> result["previous_token"][0].shape, result["k_composition"].shape
+    ((4,), (4, 4))
+    >>> result["accuracy"] > 0.9
+    True
     """
     rng = np.random.default_rng(seed)
     tokens, n, offset, gap = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)
@@ -176,7 +211,16 @@ def measure(model, *, num_sequences=512, seed=2024):
 
 
 def claims(result):
-    """The chapter's claims about a trained two-layer model, each True or False: ``{claim: bool}``."""
+    """The chapter's claims about a trained two-layer model, each True or False: ``{claim: bool}``.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> result = measure(load_trained(), num_sequences=64)
+    >>> checked = claims(result)
+    >>> len(checked), all(checked.values())
+    (7, True)
+    """
     acc = result["accuracy"]
     induction, previous = result["induction_heads"], result["previous_token_heads"]
     composition = result.get("k_composition")

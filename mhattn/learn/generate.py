@@ -13,6 +13,7 @@ against the cached keys instead of a forward pass over the whole prefix.
 
 import numpy as np
 
+from ..core.production import as_grouped_query_attention
 from ..core.softmax import softmax
 from ..engine.kv_cache import KVCache
 
@@ -41,6 +42,13 @@ def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=Tr
     Returns
     -------
     ndarray of int, shape ``(num_tokens,)``
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import decode_tokens, encode_letters, load_trained
+    >>> written = generate(load_trained(), encode_letters("p q r s t p q"), 3, use_cache=False)
+    >>> decode_tokens(written)
+    'r s t'
     """
     rng = np.random.default_rng(seed)
     step = _cached_steps(model) if use_cache else _full_steps(model)
@@ -74,13 +82,14 @@ def _choose(logits, temperature, rng):
 
 def _cached_steps(model):
     """A coroutine: send it each token in turn; it answers the logits for the next one, through one cache per layer."""
-    caches = [KVCache() for _ in model.layers]
+    layers = [as_grouped_query_attention(layer) for layer in model.layers]  # the layer that takes a KV cache
+    caches = [KVCache() for _ in layers]
     t = 0
     logits = None
     while True:
         token = yield logits
         h = (model.embed[token] + model.pos[t])[None, None]  # (1, 1, d_model): the new token only
-        for layer, cache in zip(model.layers, caches, strict=True):
+        for layer, cache in zip(layers, caches, strict=True):
             h = h + layer(h, kv_cache=cache, need_weights=False)[0]  # attends to every cached key
         logits = (h @ model.unembed)[0, 0]  # (vocab,)
         t += 1

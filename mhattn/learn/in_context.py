@@ -21,7 +21,15 @@ from .task import induction_batch
 
 
 def token_losses(logits, tokens):
-    """Cross-entropy of each next token: ``(batch, seq_len - 1)``, entry ``t`` for token ``t + 1``."""
+    """Cross-entropy of each next token: ``(batch, seq_len - 1)``, entry ``t`` for token ``t + 1``.
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1, 2, 3]])
+    >>> logits = np.zeros((1, 4, 5))  # uniform over 5 tokens: every loss is log 5
+    >>> token_losses(logits, tokens).round(3)
+    array([[1.609, 1.609, 1.609]])
+    """
     shifted = logits[:, :-1] - logits[:, :-1].max(axis=-1, keepdims=True)  # (batch, seq_len - 1, vocab)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     return -np.take_along_axis(log_probs, tokens[:, 1:, None], axis=-1)[..., 0]  # (batch, seq_len - 1)
@@ -40,6 +48,14 @@ def in_context_learning_score(logits, tokens, early, late):
     tokens : ndarray of int, shape ``(batch, seq_len)``
     early, late : int
         Token indices in ``[1, seq_len)``.
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1, 0, 1]])
+    >>> logits = np.zeros((1, 4, 2))
+    >>> logits[0, 2, 1] = 5.0  # position 2 is sure of token 3
+    >>> round(in_context_learning_score(logits, tokens, 1, 3), 2)
+    -0.69
     """
     losses = token_losses(logits, tokens)  # (batch, seq_len - 1)
     return float(losses[:, late - 1].mean() - losses[:, early - 1].mean())
@@ -49,12 +65,23 @@ def icl_tokens(max_len):
     """Olsson et al.'s tokens 50 and 500 of 512, scaled to ``max_len >= 3``: ``(early, late)``, 3 and 31 for 32.
 
     Always ``1 <= early < late < max_len``.
+
+    Examples
+    --------
+    >>> icl_tokens(32)
+    (3, 31)
     """
     return max(1, round(max_len * 50 / 512)), min(round(max_len * 500 / 512), max_len - 1)
 
 
 def mid_context_token(max_len):
-    """The token halfway through the context, ``max_len // 2`` (16 of 32): between :func:`icl_tokens`' two."""
+    """The token halfway through the context, ``max_len // 2`` (16 of 32): between :func:`icl_tokens`' two.
+
+    Examples
+    --------
+    >>> mid_context_token(32)
+    16
+    """
     return max_len // 2
 
 
@@ -66,6 +93,13 @@ def induction_loss(logits, tokens):
     that does not stays near ``log(vocab)``. Unlike the in-context learning score, which
     compares two tokens of the training distribution, this is a probe built to reward
     copying, on sequences the model never trained on.
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1, 2, 0, 1, 2]])
+    >>> logits = 10.0 * np.eye(3)[np.roll(tokens, -1)]  # (1, 6, 3): sure of every next token
+    >>> round(induction_loss(logits, tokens), 3)
+    0.0
     """
     half = tokens.shape[1] // 2
     return float(token_losses(logits, tokens)[:, half:].mean())
@@ -80,6 +114,15 @@ def loss_report(model, *, num_sequences=1024, seed=15):
     (:func:`induction_loss` on repeated random tokens) and ``repeated_icl_score`` (late minus
     early on those). The repeated tokens fill the context with two halves of distinct tokens, so
     the model's ``max_len`` must be even and at most twice its ``vocab``.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import load_trained
+    >>> report = loss_report(load_trained(), num_sequences=16)
+    >>> sorted(report)
+    ['icl_score', 'induction_loss', 'repeated_icl_score', 'token_loss']
+    >>> report["token_loss"].shape, report["icl_score"] < 0
+    ((3,), True)
     """
     rng = np.random.default_rng(seed)
     tokens = induction_batch(rng, num_sequences, vocab=model.vocab, max_len=model.max_len)[0]

@@ -85,6 +85,12 @@ class InductionModel:
         The training curve, ``{"step", "loss", "accuracy", ...}`` (empty before training).
     layer_classes : tuple of classes
         The classes a checkpoint rebuilds its layers as; :meth:`save` refuses any other layer.
+
+    Examples
+    --------
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> model
+    InductionModel(num_layers=2, vocab=6, max_len=8, d_model=8, num_heads=2)
     """
 
     layer_classes = LAYER_CLASSES
@@ -136,6 +142,13 @@ class InductionModel:
             that is not a finite float array of its shape (NaN after a diverged run, say).
         FloatingPointError
             If finite parameters give non-finite logits (an overflow).
+
+        Examples
+        --------
+        >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+        >>> logits, weights = model.forward(np.array([0, 1, 2, 3]))
+        >>> logits.shape, [w.shape for w in weights]
+        ((4, 6), [(2, 4, 4), (2, 4, 4)])
         """
         single = tokens.ndim == 1
         tokens = tokens[None] if single else tokens  # (batch, seq_len)
@@ -156,17 +169,39 @@ class InductionModel:
 
     @checked(model_forward_args)
     def predict(self, tokens, *, ablate=(), use_positions=True):
-        """The most likely next token at every position: ``argmax`` of :meth:`forward`'s logits."""
+        """The most likely next token at every position: ``argmax`` of :meth:`forward`'s logits.
+
+        Examples
+        --------
+        >>> model = load_trained()
+        >>> decode_tokens(model.predict(encode_letters("p q r s t p q"))[-1:])  # after the second q: r
+        'r'
+        """
         return self.forward(tokens, ablate=ablate, use_positions=use_positions)[0].argmax(axis=-1)
 
     @checked(ablated_layers_args)
     def ablated_layers(self, ablate):
-        """The layers with the heads in ``ablate`` silenced (copies; the model is untouched)."""
+        """The layers with the heads in ``ablate`` silenced (copies; the model is untouched).
+
+        Examples
+        --------
+        >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+        >>> layers = model.ablated_layers([(1, 0)])  # silence head 0 of layer 1
+        >>> bool((layers[1].W_o[:4] == 0).all()), bool((model.layers[1].W_o[:4] == 0).any())
+        (True, False)
+        """
         return _silenced(self.layers, ablate)
 
     @checked(check_tokens_args)
     def check_tokens(self, tokens):
-        """``tokens`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error."""
+        """``tokens`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error.
+
+        Examples
+        --------
+        >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+        >>> model.check_tokens(np.array([0, 1, 2]))
+        array([0, 1, 2])
+        """
         return tokens
 
     @checked(save_args)
@@ -189,6 +224,15 @@ class InductionModel:
         you or to root (the file it points to is replaced, the link kept); a link another user
         planted is refused. A read-only file (no write bit for you in its mode, even for root)
         is refused. A refused save raises and writes nothing.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = model.save(os.path.join(folder, "tiny"), seed=0)
+        ...     print(os.path.basename(path))
+        tiny.npz
         """
         return write_atomic(path, stored_arrays(self, extra))
 
@@ -206,6 +250,17 @@ class InductionModel:
         (a positive divisor of ``d_model``) and the RoPE settings are checked; the weights may
         take at most 1 GiB as float64. Any error names the file and what is wrong. Symbolic
         links are followed as :meth:`save` follows them: only yours or root's.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     loaded = InductionModel.load(model.save(os.path.join(folder, "tiny")))
+        >>> loaded
+        InductionModel(num_layers=2, vocab=6, max_len=8, d_model=8, num_heads=2)
+        >>> bool(np.array_equal(loaded.embed, model.embed))
+        True
         """
         sizes, params, history = read_checkpoint(path)
         model = cls(sizes["num_layers"], vocab=sizes["vocab"], max_len=sizes["max_len"], d_model=sizes["d_model"],
@@ -243,6 +298,11 @@ def load_trained(num_layers=2):
 
     ``num_layers=2`` (the default) is the induction model; ``num_layers=1`` is a one-layer
     model trained the same way, which cannot learn the task.
+
+    Examples
+    --------
+    >>> load_trained()
+    InductionModel(num_layers=2, vocab=32, max_len=32, d_model=64, num_heads=4)
     """
     return _shipped({2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}[num_layers], InductionModel.load)
 
@@ -254,6 +314,11 @@ def load_shortcut():
     tokens (uniform in ``[4, 16]``, drawn with replacement) at positions ``0 .. n - 1``, the
     same tokens again right after them, and random tokens to the end. It copies well where
     its training put the repeat and poorly elsewhere: notebook 09's example of a shortcut.
+
+    Examples
+    --------
+    >>> load_shortcut()
+    InductionModel(num_layers=2, vocab=32, max_len=32, d_model=64, num_heads=4)
     """
     return _shipped(SHORTCUT_CHECKPOINT, InductionModel.load)
 
@@ -266,6 +331,12 @@ def training_record(num_layers=2):
     idle core), ``machine`` (CPU model, cores, OS) and ``load_average`` (the machine's
     1-minute load average, the larger of its values before and after training: above the
     number of cores, processes waited for one).
+
+    Examples
+    --------
+    >>> record = training_record()
+    >>> sorted(record)
+    ['batch_size', 'cpu_seconds', 'load_average', 'lr', 'machine', 'seconds', 'seed', 'steps']
     """
     keys = ("seed", "steps", "lr", "batch_size", "seconds", "cpu_seconds", "machine", "load_average")
     return _shipped({2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}[num_layers], lambda path: read_extras(path, keys))
@@ -285,10 +356,21 @@ def encode_letters(text):
 
     Spaces are optional (``"abcdxabc"`` gives the same); upper case counts as lower case.
     Anything else raises ``ValueError`` naming it.
+
+    Examples
+    --------
+    >>> encode_letters("a b c x")
+    array([ 0,  1,  2, 23])
     """
     return np.array([LETTERS.index(c) for c in "".join(text.lower().split())], dtype=np.int64)
 
 
 def decode_tokens(tokens):
-    """Letters for token ids, space separated: ``[0, 1, 27]`` -> ``"a b <27>"`` (ids >= 26 have no letter)."""
+    """Letters for token ids, space separated: ``[0, 1, 27]`` -> ``"a b <27>"`` (ids >= 26 have no letter).
+
+    Examples
+    --------
+    >>> decode_tokens(np.array([0, 1, 27]))
+    'a b <27>'
+    """
     return " ".join(LETTERS[t] if 0 <= t < len(LETTERS) else f"<{t}>" for t in np.asarray(tokens).tolist())

@@ -25,6 +25,13 @@ class Adam:
         The decay of the moments; 1 would divide by ``1 - beta**t = 0``.
     eps : float > 0
         Keeps the denominator above 0 where a gradient has been 0 so far.
+
+    Examples
+    --------
+    >>> params = {"w": np.array([1.0, -2.0])}
+    >>> optimizer = Adam(params, lr=0.1)
+    >>> optimizer.t
+    0
     """
 
     @checked(training.adam_args)
@@ -41,6 +48,14 @@ class Adam:
         ``grads`` holds one finite array per parameter, of its shape. The gradients and the
         parameters (writable float arrays of their first shapes) are checked before anything
         moves: a refused step changes no parameter, no moment and not the step counter.
+
+        Examples
+        --------
+        >>> params = {"w": np.array([1.0, -2.0])}
+        >>> optimizer = Adam(params, lr=0.1)
+        >>> optimizer.step({"w": np.array([0.5, -0.5])})
+        >>> params["w"].round(3), optimizer.t  # the first step moves each weight by about lr
+        (array([ 0.9, -1.9]), 1)
         """
         self.t += 1
         correction1, correction2 = 1 - self.beta1**self.t, 1 - self.beta2**self.t  # early averages start at 0

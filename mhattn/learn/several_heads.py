@@ -55,6 +55,15 @@ def two_slot_batch(rng, batch_size, *, vocab=VOCAB, seq_len=SEQ_LEN):
     targets : ndarray of int, shape ``(2, batch_size, seq_len)``
         ``targets[0, :, t] = tokens[:, t - 1]`` and ``targets[1, :, t] = tokens[:, t - 2]``;
         only positions ``t >= FIRST_SCORED`` count (before that they wrap around).
+
+    Examples
+    --------
+    >>> tokens, targets = two_slot_batch(np.random.default_rng(0), 1, vocab=6, seq_len=5)
+    >>> tokens
+    array([[5, 3, 3, 1, 1]])
+    >>> targets[:, 0]  # the token 1 back, the token 2 back (first two positions unscored)
+    array([[1, 5, 3, 3, 1],
+           [1, 1, 5, 3, 3]])
     """
     tokens = rng.integers(0, vocab, size=(batch_size, seq_len))  # (batch, seq_len)
     targets = np.stack([np.roll(tokens, k, axis=1) for k in OFFSETS])  # (2, batch, seq_len): token t - k at t
@@ -83,6 +92,12 @@ class TwoSlotModel:
         ``readouts[0]`` reads the previous token, ``readouts[1]`` the token two back.
     seed : int or None
         Set by :func:`train`: the seed whose streams trained the model.
+
+    Examples
+    --------
+    >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+    >>> model
+    TwoSlotModel(num_heads=2, vocab=6, seq_len=5, d_model=8, parameters=440)
     """
 
     FIRST_SCORED = FIRST_SCORED  #: positions t >= 2 are scored, so seq_len must exceed it
@@ -119,6 +134,13 @@ class TwoSlotModel:
         -------
         logits : ndarray of shape ``(2, batch, seq_len, vocab)``
         weights : ndarray of shape ``(batch, num_heads, seq_len, seq_len)``
+
+        Examples
+        --------
+        >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+        >>> logits, weights = model.forward(np.array([[0, 1, 2, 3, 4]]))
+        >>> logits.shape, weights.shape
+        ((2, 1, 5, 6), (1, 2, 5, 5))
         """
         h = self.embed[tokens] + self.pos  # (batch, seq_len, d_model)
         out, weights = self.attention(h, causal_mask(self.seq_len))  # (batch, seq_len, d_model), (b, H, s, s)
@@ -139,6 +161,17 @@ def loss_and_grads(model, tokens, targets):
     :func:`mhattn.core.grad_full.module_vjp` for the layer, :func:`mhattn.learn.losses.cross_entropy`
     for the loss. Returns the loss (float) and a dict with one gradient per entry of
     ``model.parameters()``, same shape.
+
+    Examples
+    --------
+    >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+    >>> tokens, targets = two_slot_batch(np.random.default_rng(0), 4, vocab=6, seq_len=5)
+    >>> from mhattn.learn import slot_loss_and_grads  # this function, as mhattn.learn names it
+    >>> loss, grads = slot_loss_and_grads(model, tokens, targets)
+    >>> sorted(grads)
+    ['W_o', 'W_qkv', 'embed', 'pos', 'readouts']
+    >>> grads["readouts"].shape
+    (2, 8, 6)
     """
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
     out, _, backward = module_vjp(model.attention, h, causal_mask(model.seq_len))  # (batch, seq_len, d_model)
@@ -162,7 +195,16 @@ def loss_and_grads(model, tokens, targets):
 
 
 def streams(seed):
-    """The three independent generators one seed gives: weights' seed, training batches, evaluation."""
+    """The three independent generators one seed gives: weights' seed, training batches, evaluation.
+
+    Examples
+    --------
+    >>> weights_seed, training, evaluation = streams(0)
+    >>> type(weights_seed).__name__, type(training).__name__
+    ('int', 'Generator')
+    >>> streams(0)[0] == weights_seed  # the same seed, the same streams
+    True
+    """
     weights, training, evaluation = np.random.SeedSequence(seed).spawn(3)
     return int(weights.generate_state(1)[0]), np.random.default_rng(training), np.random.default_rng(evaluation)
 
@@ -174,6 +216,13 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
     of ``batch_size`` sequences, step size ``lr``; ``threads`` BLAS threads (one is fastest for
     matrices this small). The model comes back with ``model.seed`` set, so that
     :func:`evaluation_batch` can give it fresh sequences.
+
+    Examples
+    --------
+    >>> from mhattn.learn import train_heads  # this function, as mhattn.learn names it
+    >>> model = train_heads(2, steps=2, batch_size=4)
+    >>> model.num_heads, model.seed
+    (2, 0)
     """
     weights_seed, training, _ = streams(seed)
     model = TwoSlotModel(num_heads, seed=weights_seed)
@@ -188,7 +237,14 @@ def train(num_heads, *, seed=0, steps=STEPS, batch_size=BATCH_SIZE, lr=LEARNING_
 
 
 def evaluation_batch(seed, num_sequences=1024, *, vocab=VOCAB, seq_len=SEQ_LEN):
-    """Fresh sequences for the model trained with ``seed``: its own evaluation stream, never trained on."""
+    """Fresh sequences for the model trained with ``seed``: its own evaluation stream, never trained on.
+
+    Examples
+    --------
+    >>> tokens, targets = evaluation_batch(0, 4)
+    >>> tokens.shape, targets.shape
+    ((4, 16), (2, 4, 16))
+    """
     return two_slot_batch(streams(seed)[2], num_sequences, vocab=vocab, seq_len=seq_len)
 
 
@@ -199,6 +255,14 @@ def slot_accuracy(model, tokens, targets):
     -------
     ndarray of shape ``(2,)``
         Accuracy on the previous token, then on the token two back. Chance is ``1 / vocab``.
+
+    Examples
+    --------
+    >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+    >>> tokens, targets = two_slot_batch(np.random.default_rng(0), 8, vocab=6, seq_len=5)
+    >>> accuracy = slot_accuracy(model, tokens, targets)
+    >>> accuracy.shape, bool(((accuracy >= 0) & (accuracy <= 1)).all())
+    ((2,), True)
     """
     logits, _ = model(tokens)  # (2, batch, seq_len, vocab)
     hits = logits.argmax(axis=-1) == targets  # (2, batch, seq_len)
@@ -212,13 +276,28 @@ def offset_profile(weights, max_offset=3):
     exists). A head with most of its weight in column ``k = 1`` is a previous-token head, in
     the terms of Olsson et al. (2022); ``k = 2`` is the same for the token two back.
     ``weights`` is ``(batch, num_heads, seq_len, seq_len)``; returns ``(num_heads, max_offset + 1)``.
+
+    Examples
+    --------
+    >>> previous = np.eye(5, k=-1)
+    >>> previous[0, 0] = 1.0
+    >>> offset_profile(previous[None, None], max_offset=2)  # one head, always one token back
+    array([[0., 1., 0.]])
     """
     t = np.arange(max_offset, weights.shape[-1])  # (queries,)
     return np.stack([weights[:, :, t, t - k].mean(axis=(0, 2)) for k in range(max_offset + 1)], axis=-1)
 
 
 def mean_weights(model, tokens):
-    """The attention weights averaged over a batch: ``(num_heads, seq_len, seq_len)``, for heatmaps."""
+    """The attention weights averaged over a batch: ``(num_heads, seq_len, seq_len)``, for heatmaps.
+
+    Examples
+    --------
+    >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+    >>> tokens, _ = two_slot_batch(np.random.default_rng(0), 8, vocab=6, seq_len=5)
+    >>> mean_weights(model, tokens).shape
+    (2, 5, 5)
+    """
     return model(tokens)[1].mean(axis=0)
 
 
@@ -234,6 +313,12 @@ def experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2), *, num_sequences=1024, st
         ``models[num_heads, seed]`` is the trained :class:`TwoSlotModel`.
     accuracy : dict
         ``accuracy[num_heads, seed]`` is :func:`slot_accuracy` on :func:`evaluation_batch`.
+
+    Examples
+    --------
+    >>> models, accuracy = experiment((1,), (0,), num_sequences=8, steps=2, batch_size=4)
+    >>> sorted(models), accuracy[1, 0].shape
+    ([(1, 0)], (2,))
     """
     models, accuracy = {}, {}
     for num_heads in head_counts:
@@ -250,6 +335,14 @@ def logits_with_weights(model, tokens, weights):
     For experiments on what a row of weights can express: the values, ``W_o`` and the
     readouts are the model's own; only the weights, ``(batch, num_heads, seq_len, seq_len)``,
     are replaced. ``tokens`` is ``(batch, seq_len)``; returns ``(2, batch, seq_len, vocab)``.
+
+    Examples
+    --------
+    >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+    >>> tokens, _ = two_slot_batch(np.random.default_rng(0), 2, vocab=6, seq_len=5)
+    >>> logits, weights = model(tokens)
+    >>> bool(np.allclose(logits_with_weights(model, tokens, weights), logits))  # its own weights: its own logits
+    True
     """
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
     W_v = np.split(model.attention.W_qkv, 3, axis=-1)[2]  # (d_model, d_model): the value columns
@@ -263,6 +356,13 @@ def without_heads(model, heads):
 
     A head's output enters the layer's output only through its rows of ``W_o``, so this is
     the head masking of Michel et al. (2019) at test time; the model itself is untouched.
+
+    Examples
+    --------
+    >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
+    >>> pruned = without_heads(model, [0])
+    >>> bool((pruned.attention.W_o[:4] == 0).all()), bool((model.attention.W_o[:4] == 0).any())
+    (True, False)
     """
     pruned = copy.deepcopy(model)
     d_k = model.attention.d_k

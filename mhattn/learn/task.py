@@ -52,6 +52,18 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
     n, offset, gap : ndarray of int, shape ``(batch_size,)``
         Each sequence's block length, the position of its first copy, and the number of
         random tokens between the copies (the second copy starts at ``offset + n + gap``).
+
+    Examples
+    --------
+    >>> tokens, n, offset, gap = induction_batch(np.random.default_rng(0), 2, vocab=8, max_len=16)
+    >>> tokens.shape
+    (2, 16)
+    >>> n, offset, gap
+    (array([4, 2]), array([1, 1]), array([ 7, 11]))
+    >>> first = tokens[0, offset[0]:offset[0] + n[0]]
+    >>> second = tokens[0, offset[0] + n[0] + gap[0]:][:n[0]]
+    >>> bool((first == second).all())
+    True
     """
     lengths = block_lengths(max_len)
     if at_start:
@@ -69,12 +81,24 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
 
 
 def block_lengths(max_len=MAX_LEN):
-    """The block lengths :func:`induction_batch` draws: ``max(1, max_len // 8) .. max_len // 2``, an int array."""
+    """The block lengths :func:`induction_batch` draws: ``max(1, max_len // 8) .. max_len // 2``, an int array.
+
+    Examples
+    --------
+    >>> block_lengths(16)
+    array([2, 3, 4, 5, 6, 7, 8])
+    """
     return np.arange(max(1, max_len // 8), max_len // 2 + 1)
 
 
 def length_probabilities(max_len=MAX_LEN):
-    """``P(n)`` for each of :func:`block_lengths`: proportional to ``1 / (n - 1)`` (``n = 1`` counts as 1)."""
+    """``P(n)`` for each of :func:`block_lengths`: proportional to ``1 / (n - 1)`` (``n = 1`` counts as 1).
+
+    Examples
+    --------
+    >>> length_probabilities(16).round(2)
+    array([0.39, 0.19, 0.13, 0.1 , 0.08, 0.06, 0.06])
+    """
     weights = 1.0 / np.maximum(block_lengths(max_len) - 1, 1)
     return weights / weights.sum()
 
@@ -85,6 +109,12 @@ def layout(rng, n, offset, gap, *, vocab=VOCAB, max_len=MAX_LEN):
     The block is ``n`` distinct tokens in random order (see :func:`_distinct_tokens`); every other
     token is uniform over the vocabulary. ``n``, ``offset``, ``gap`` are int arrays ``(batch,)``.
     Returns ``(batch, max_len)`` ints; memory ``O(batch * max_len)``, whatever the vocabulary.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> layout(rng, np.array([3]), np.array([1]), np.array([2]), vocab=8, max_len=10)
+    array([[1, 2, 4, 3, 4, 4, 2, 4, 3, 4]])
     """
     batch = len(n)
     blocks = _distinct_tokens(rng, batch, n.max(), vocab, max_len)  # (batch, longest): block = first n
@@ -121,6 +151,11 @@ def repeated_positions(n, max_len=MAX_LEN, offset=0, gap=0):
 
     The second copy starts at ``s = offset + n + gap``; positions ``s .. s + n - 2`` predict
     the block's tokens ``1 .. n - 1``. With ``offset = gap = 0`` these are ``n .. 2n - 2``.
+
+    Examples
+    --------
+    >>> repeated_positions(np.array([3]), 8)
+    array([[False, False, False,  True,  True, False, False, False]])
     """
     n = np.asarray(n)
     start = n + np.asarray(offset) + np.asarray(gap)  # (batch,): the second copy's first position
@@ -146,6 +181,12 @@ def determined_positions(tokens, n, offset=0, gap=0):
     Returns
     -------
     ndarray of bool, shape ``(batch, seq_len)``
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1, 2, 0, 1, 2]])
+    >>> determined_positions(tokens, np.array([3]))
+    array([[False, False, False,  True,  True, False]])
     """
     seq_len = tokens.shape[1]
     successor = np.zeros_like(tokens)  # (batch, seq_len): the token after each position
@@ -168,6 +209,13 @@ def accuracy(logits, tokens, n, offset=0, gap=0):
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> tokens = np.array([[0, 1, 2, 0, 1, 2]])
+    >>> logits = np.eye(3)[np.roll(tokens, -1)]  # (1, 6, 3): every next token right
+    >>> accuracy(logits, tokens, np.array([3]))
+    1.0
     """
     hits = logits[:, :-1].argmax(axis=-1) == tokens[:, 1:]  # (batch, seq_len - 1)
     scored = determined_positions(tokens, n, offset, gap)[:, :-1]  # (batch, seq_len - 1)

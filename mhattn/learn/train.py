@@ -60,6 +60,16 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
         For tokens, ``n`` or ``dtype`` out of their ranges, or a parameter that is not finite.
     FloatingPointError
         If the loss overflows (weights far too large: a diverged run).
+
+    Examples
+    --------
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> tokens, n, _, _ = induction_batch(np.random.default_rng(0), 2, vocab=6, max_len=8)
+    >>> loss, grads, logits = loss_and_grads(model, tokens, n)
+    >>> sorted(grads) == sorted(model.parameters()), logits.shape
+    (True, (2, 8, 6))
+    >>> grads["layer0.W_qkv"].shape
+    (8, 24)
     """
     batch, seq_len = tokens.shape
     embed, pos, unembed = (p.astype(dtype) for p in (model.embed, model.pos, model.unembed))
@@ -95,7 +105,15 @@ def loss_and_grads(model, tokens, n, dtype=np.float32):
 
 
 def learning_rate_at(step, steps, lr, warmup=WARMUP, final_fraction=FINAL_LR_FRACTION):
-    """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``."""
+    """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``.
+
+    Examples
+    --------
+    >>> learning_rate_at(50, 1000, 0.01)  # halfway through the warmup
+    0.005
+    >>> round(learning_rate_at(1000, 1000, 0.01), 6)  # the last step: FINAL_LR_FRACTION of lr
+    0.001
+    """
     if step <= warmup:
         return lr * step / warmup
     progress = (step - warmup) / max(1, steps - warmup)  # 0 after the warmup, 1 at the last step
@@ -142,6 +160,14 @@ def train(
         BLAS threads during training. The matrices are small (2048 x 64 x 192 at most), so a
         second thread gains little on an idle machine, and on a busy one a BLAS thread that
         waits for a free core stalls every product: one thread is the safe choice.
+
+    Examples
+    --------
+    >>> model = train(2, steps=2, batch_size=2, eval_every=1)
+    >>> model.history["step"]
+    array([1, 2])
+    >>> model.history["token_loss"].shape
+    (2, 3)
     """
     model = initial_model(num_layers, seed)
     data = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])  # the batches' own stream
@@ -199,7 +225,13 @@ def keep_freed_memory():
 
 
 def initial_model(num_layers=2, seed=0):
-    """The untrained model that :func:`train` starts from with this ``seed`` (for before/after pictures)."""
+    """The untrained model that :func:`train` starts from with this ``seed`` (for before/after pictures).
+
+    Examples
+    --------
+    >>> initial_model(2, seed=0)
+    InductionModel(num_layers=2, vocab=32, max_len=32, d_model=64, num_heads=4)
+    """
     init_seed = np.random.SeedSequence(seed).spawn(2)[0]  # the weights' stream
     return InductionModel(num_layers, seed=int(init_seed.generate_state(1)[0]))
 

@@ -31,6 +31,13 @@ def head_weights(model, layer, head):
     Read through :func:`mhattn.core.projection.head_weights`, the one accessor of the
     ``W_qkv`` layout. ``layer`` and ``head`` are indices from 0 (no negative index counts
     from the end).
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import InductionModel
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> [W.shape for W in head_weights(model, 1, 0)]
+    [(8, 4), (8, 4), (8, 4), (4, 8)]
     """
     return layer_head_weights(model.layers[layer], head)
 
@@ -40,6 +47,13 @@ def ov_circuit(model, layer, head):
 
     Row ``i``, column ``j``: how much attending to token ``i`` raises the logit of token
     ``j``, through this head alone. A copying head has a large positive diagonal.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import InductionModel
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> ov_circuit(model, 1, 0).shape
+    (6, 6)
     """
     _, _, W_v, W_o = head_weights(model, layer, head)
     return model.embed @ W_v @ W_o @ model.unembed  # (vocab, vocab)
@@ -54,6 +68,15 @@ def qk_circuit(model, layer, head, key_through=None):
     :math:`W_E W_Q^h W_K^{h\top} (W_E W_V^{h_0} W_O^{h_0})^\top / \sqrt{d_k}`: column ``j`` is
     the token the earlier head moved into the key's position (for a previous-token head,
     the key's predecessor). This is the path that K-composition measures.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import InductionModel
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> qk_circuit(model, 1, 0).shape
+    (6, 6)
+    >>> qk_circuit(model, 1, 0, key_through=(0, 1)).shape
+    (6, 6)
     """
     W_q, W_k, _, _ = head_weights(model, layer, head)
     keys = model.embed  # (vocab, d_model)
@@ -78,6 +101,13 @@ def copying_score(ov):
     Returns
     -------
     float in ``[-1, 1]``
+
+    Examples
+    --------
+    >>> copying_score(2 * np.eye(3))
+    1.0
+    >>> copying_score(-np.eye(3))
+    -1.0
     """
     eigenvalues = np.linalg.eigvals(ov)  # complex in general; they come in conjugate pairs
     total = np.abs(eigenvalues).sum()
@@ -91,6 +121,14 @@ def composition_score(left, right):
     vectors (``x @ left @ right``). Independent random matrices score near
     :math:`1/\sqrt{d}`; a product that keeps all of both scores up to 1. A zero matrix (a
     head that writes or reads nothing) has no score: NaN.
+
+    Examples
+    --------
+    >>> composition_score(np.eye(4), np.eye(4))
+    0.5
+    >>> one = np.outer([1.0, 0, 0, 0], [1.0, 0, 0, 0])  # rank 1: the product keeps all of it
+    >>> composition_score(one, one)
+    1.0
     """
     norms = np.linalg.norm(left) * np.linalg.norm(right)
     return float(np.linalg.norm(left @ right) / norms) if norms > 0 else float("nan")
@@ -104,6 +142,14 @@ def composition_scores(model, kind, layer0=0, layer1=1):
     residual stream: for ``"K"`` :math:`W_K^{h_1} W_Q^{h_1\top}` (what its keys read), for
     ``"Q"`` :math:`W_Q^{h_1} W_K^{h_1\top}` (its queries), for ``"V"`` :math:`W_V^{h_1}
     W_O^{h_1}` (its values), as in Elhage et al. (2021).
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import InductionModel
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> table = composition_scores(model, "K")
+    >>> table.shape, bool(((table > 0) & (table <= 1)).all())
+    ((2, 2), True)
     """
     table = np.zeros((model.num_heads, model.num_heads))
     for h0 in range(model.num_heads):
@@ -123,6 +169,13 @@ def k_composition_scores(model, layer0=0, layer1=1):
     :math:`\|W_{QK}^{h_1} W_{OV}^{h_0}\|_F / (\|W_{QK}^{h_1}\|_F \|W_{OV}^{h_0}\|_F)` for column
     vectors; TransformerLens' ``all_composition_scores("K")`` computes the same in our
     row-vector convention.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import InductionModel
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> k_composition_scores(model).shape
+    (2, 2)
     """
     return composition_scores(model, "K", layer0, layer1)
 
@@ -132,6 +185,12 @@ def composition_baseline(d_model, rank, *, draws=2000, seed=0):
 
     Each map is ``A @ B`` with ``A`` ``(d_model, rank)`` and ``B`` ``(rank, d_model)`` of
     independent standard normals: what a score means when nothing was learned.
+
+    Examples
+    --------
+    >>> mean, sd = composition_baseline(64, 16, draws=200)
+    >>> round(sd, 2), bool(abs(mean - 1 / np.sqrt(64)) < sd)  # near 1 / sqrt(d_model)
+    (0.01, True)
     """
     rng = np.random.default_rng(seed)
 

@@ -34,6 +34,17 @@ def embedding_shift_2d(inputs, outputs):
     The stack is first divided by a power of two near its largest entry (exactly: the plane is
     the same), so that squared singular values neither overflow (entries near 1e200) nor
     underflow (near 1e-200).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> inputs = rng.standard_normal((4, 8))  # (seq_len, d_model)
+    >>> outputs = inputs.mean(axis=0) + 0.5 * (inputs - inputs.mean(axis=0))  # halfway to the mean
+    >>> inputs_2d, outputs_2d, explained = embedding_shift_2d(inputs, outputs)
+    >>> inputs_2d.shape, outputs_2d.shape, explained.shape
+    ((4, 2), (4, 2), (2,))
+    >>> bool(explained.sum() <= 1)  # two components keep at most all of the variance
+    True
     """
     stacked = np.vstack([inputs, outputs]).astype(np.float64)  # (2 * seq_len, d_model)
     scale = 2.0 ** (np.frexp(np.abs(stacked).max())[1] - 1)  # a power of two near the largest entry

@@ -25,14 +25,37 @@ class NotYet(Exception):  # noqa: N818 - a signal that the reader has not answer
 
 
 def not_yet(value):
-    """``value``, or :class:`NotYet` if it is the placeholder ``...`` (a function that returns ``...`` too)."""
+    """``value``, or :class:`NotYet` if it is the placeholder ``...`` (a function that returns ``...`` too).
+
+    Examples
+    --------
+    >>> not_yet("my answer")  # any answer but the placeholder comes back as it is
+    'my answer'
+    >>> try:
+    ...     not_yet(...)
+    ... except NotYet:
+    ...     print("not answered yet")
+    not answered yet
+    """
     if value is ...:
         raise NotYet
     return value
 
 
 def exercise(number, *, crash_hint):
-    """Decorator for ``check(answer)``: the shared scaffolding around an exercise's own assertions."""
+    """Decorator for ``check(answer)``: the shared scaffolding around an exercise's own assertions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> @exercise(1, crash_hint="my_softmax should take an array and return one of its shape")
+    ... def check_exercise_1(my_softmax):
+    ...     assert np.allclose(my_softmax(np.zeros(2)), 0.5), "two equal scores should get 0.5 each"
+    >>> check_exercise_1(lambda scores: np.exp(scores) / np.exp(scores).sum())
+    'Exercise 1: correct.'
+    >>> check_exercise_1(...)
+    'Exercise 1: not yet. Replace the ... with your answer and run the cell again.'
+    """
 
     def decorate(check):
         @functools.wraps(check)

@@ -22,6 +22,24 @@ def save_figure(fig, path, *, bbox_inches=None):
         Where the PNG goes, e.g. ``FIGURES / "04_attention_heads.png"``.
     bbox_inches : None or "tight", keyword only
         Passed on to ``fig.savefig``: "tight" crops the empty margin.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from unittest import mock
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(2, 2))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = Path(folder) / "figure.png"
+    ...     with mock.patch.dict(os.environ, {SAVE_VARIABLE: "1"}):  # as notebooks/refresh.sh runs
+    ...         print(save_figure(fig, path), path.exists())
+    ...     with mock.patch.dict(os.environ, {SAVE_VARIABLE: "0"}):  # any other run writes nothing
+    ...         print(save_figure(fig, Path(folder) / "other.png"), (Path(folder) / "other.png").exists())
+    True True
+    False False
+    >>> plt.close(fig)
     """
     if os.environ.get(SAVE_VARIABLE) != "1":
         return False

@@ -30,6 +30,12 @@ def show_source(obj, *, docstring=False):
     -------
     IPython.display.Markdown
         A fenced Python block; JupyterLab and GitHub both render it highlighted.
+
+    Examples
+    --------
+    >>> listing = show_source(without_docstrings)  # an IPython Markdown object
+    >>> listing.data.splitlines()[:2]
+    ['```python', 'def without_docstrings(source):']
     """
     source = without_door_decorators(inspect.getsource(inspect.unwrap(obj)))
     code = source if docstring else without_docstrings(source)
