@@ -4,13 +4,17 @@ The explorer's limits live here, beside the checks that hold a setting to them;
 :mod:`mhattn.explorer.frame` shows the same names (``D_MODELS``, ``head_choices``, ...), and
 the controls offer exactly these values. A :class:`~mhattn.explorer.frame.State` is checked
 where it is made (:func:`state_args`: the settings alone); a frame checks it again against
-the model it shows (:func:`check_state`: its layers, the letters it reads).
+the model it shows (:func:`check_state`: its layers, the letters it reads). A
+:class:`~mhattn.explorer.frame.Frame` is checked where it is made too (:func:`frame_args`).
 """
 
 import dataclasses
 import math
 
-from .values import flag, index, integer, positive_int, real_number, seed
+import numpy as np
+
+from .pictures import attention_weights, label_list, point
+from .values import finite, flag, index, integer, number_array, positive_int, real_array, real_number, seed
 
 MIN_SEQ_LEN, MAX_SEQ_LEN = 2, 32
 D_MODELS = (12, 16, 32, 48, 64)
@@ -149,6 +153,11 @@ def explorer_init_args(self, state, background):
             "background": None if background is None else flag("background", background)}, None
 
 
+def widget_args(self):
+    """Arguments of the explorer widget's methods that take none."""
+    return {"self": self}, None
+
+
 def latest_wins_args(self, work, background):
     """``LatestWins(work, background)``: a function of one item, and a flag."""
     if not callable(work):
@@ -163,6 +172,71 @@ def wait_args(self, timeout):
         if math.isnan(timeout) or timeout < 0:
             raise ValueError(f"timeout must be None or a number of seconds >= 0; got {timeout}")
     return {"self": self, "timeout": timeout}, None
+
+
+def frame_args(self, state, weights, allowed, x, output, inputs_2d, outputs_2d, explained, real, labels, tokens,
+               predictions, scores, continuation, num_layers):
+    """``Frame(...)``: the numbers of one frame, each of the shape that the weights' heads and ``seq_len`` say."""
+    if isinstance(state, type) or not dataclasses.is_dataclass(state) or not all(
+            hasattr(state, name) for name in STATE_FIELDS):
+        raise TypeError(f"state must be an mhattn.explorer.State; got {state!r} of type {type(state).__name__}")
+    weights = attention_weights("weights", weights, 3, "(num_heads, seq_len, seq_len)")
+    num_heads, seq_len = weights.shape[0], weights.shape[-1]
+    if weights.shape[1] != seq_len:
+        raise ValueError(f"weights must have shape (num_heads, seq_len, seq_len); got shape {weights.shape}")
+    x, output = (finite(name, real_array(name, value)) for name, value in (("x", x), ("output", output)))
+    if x.ndim != 3 or x.shape[1] != seq_len:
+        raise ValueError(f"x must have shape (batch, seq_len = {seq_len}, d_model); got shape {x.shape}")
+    if output.shape != x.shape:
+        raise ValueError(f"output must have the shape of x {x.shape}; got shape {output.shape}")
+    if labels is None:
+        raise TypeError(f"labels must be a sequence of {seq_len} labels, one per position; got None")
+    planes = (("inputs_2d", inputs_2d, (seq_len, 2)), ("outputs_2d", outputs_2d, (seq_len, 2)),
+              ("explained", explained, (2,)))
+    shown = {name: _required(name, value, shape) for name, value, shape in planes}
+    return {"self": self, "state": state, "weights": weights, "x": x, "output": output, **shown,
+            "allowed": _bool_array("allowed", allowed, (seq_len, seq_len)),
+            "real": _bool_array("real", real, (seq_len,)), "labels": label_list("labels", labels, seq_len),
+            "tokens": _token_ids("tokens", tokens, seq_len), "scores": _head_scores(scores, num_heads),
+            "predictions": _token_ids("predictions", predictions, seq_len),
+            "continuation": _token_ids("continuation", continuation, None),
+            "num_layers": None if num_layers is None else positive_int("num_layers", num_layers)}, None
+
+
+def _required(name, value, shape):
+    if value is None:
+        raise TypeError(f"{name} must be a float array of shape {shape}; got None")
+    return point(name, value, shape)
+
+
+def _bool_array(name, value, shape):
+    array = number_array(name, value) if isinstance(value, np.ma.MaskedArray) else np.asarray(value)  # masked: refused
+    if array.dtype != bool or array.shape != shape:
+        raise TypeError(f"{name} must be a boolean array of shape {shape}; got {array.dtype} of shape {array.shape}")
+    return array
+
+
+def _token_ids(name, value, length):
+    """None, or token ids: ``length`` ints (any number if ``length`` is None), each >= 0."""
+    if value is None:
+        return None
+    ids = number_array(name, value)
+    if ids.dtype.kind not in "iu" or ids.ndim != 1 or length not in (None, len(ids)):
+        raise TypeError(f"{name} must be None or an int array of shape ({length or 'k'},); got {ids.dtype} of "
+                        f"shape {ids.shape}")
+    if (ids < 0).any():
+        raise ValueError(f"{name} must hold token ids >= 0; got {ids}")
+    return ids
+
+
+def _head_scores(scores, num_heads):
+    """A dict of each measure's score per head (None where a measure does not apply)."""
+    if scores is dataclasses._HAS_DEFAULT_FACTORY:  # not given: what a dataclass's __init__ sees then (-> {})
+        return {}
+    if not isinstance(scores, dict):
+        raise TypeError(f"scores must be a dict of str -> None or an array of {num_heads} scores; got {scores!r}")
+    return {str(measure): None if value is None else point(f"scores[{measure!r}]", value, (num_heads,))
+            for measure, value in scores.items()}
 
 
 def draw_args(self, frame):

@@ -19,6 +19,11 @@ SIZE_HINTS = {
 }
 
 
+def init_args(self):
+    """Arguments of :class:`mhattn.engine.KVCache`: none; a new cache is empty."""
+    return {"self": self}, None
+
+
 def extend_args(self, K_new, V_new, owner):
     """Arguments of :meth:`mhattn.engine.KVCache.extend`: finite new keys and values that fit the cached ones."""
     step = self._step("KVCache.extend").take()  # from here the cache is this thread's, until extend returns

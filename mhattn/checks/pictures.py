@@ -119,10 +119,12 @@ def plot_embedding_shift_args(inputs_2d, outputs_2d, explained, labels, ax, titl
         points.append(array)
     if points[1].shape != points[0].shape:
         raise ValueError(f"outputs_2d must have the shape of inputs_2d {points[0].shape}; got {points[1].shape}")
-    if explained is not None:
-        explained = real_array("explained", explained)
+    if explained is not None:  # two shares of the variance, shown as percentages
+        explained = finite("explained", real_array("explained", explained))
         if explained.shape != (2,):
             raise ValueError(f"explained must have shape (2,); got shape {explained.shape}")
+        if not ((explained >= 0) & (explained <= 1)).all():
+            raise ValueError(f"explained must hold shares of the variance, in [0, 1]; got {explained}")
     if label_at not in ("inputs", "outputs"):
         raise ValueError(f'label_at must be "inputs" or "outputs"; got {label_at!r}')
     return {"inputs_2d": points[0], "outputs_2d": points[1], "explained": explained,

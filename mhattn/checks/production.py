@@ -97,6 +97,11 @@ def head_args(self, head):
     return {"self": self, "head": index("head", head, self.num_heads)}, None
 
 
+def columns_args(self):
+    """Arguments of :meth:`mhattn.GroupedQueryAttention.qkv_columns`: none."""
+    return {"self": self}, None
+
+
 def vjp_args(self, x, mask, positions):
     """Arguments of :meth:`mhattn.GroupedQueryAttention.vjp`: those of its forward, without a cache or context."""
     arguments, result_dtype, _ = full_forward_args(self, x, mask, True, None, None, positions)

@@ -23,6 +23,11 @@ def two_slot_model_args(self, num_heads, vocab, seq_len, d_model, seed):
             "seed": check_seed(seed)}, None
 
 
+def slot_model_args(self):
+    """Arguments of :class:`~mhattn.learn.several_heads.TwoSlotModel`'s methods that take none."""
+    return {"self": self}, None
+
+
 def slot_forward_args(self, tokens):
     """Arguments of :meth:`~mhattn.learn.several_heads.TwoSlotModel.forward`."""
     return {"self": self, "tokens": slot_tokens(self, tokens)}, None

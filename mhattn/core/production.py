@@ -11,6 +11,7 @@ import numpy as np
 from ..checks import checked
 from ..checks.module import weights_args
 from ..checks.production import (
+    columns_args,
     from_weights_args,
     full_forward_args,
     full_init_args,
@@ -157,6 +158,7 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         """
         return head_weights(self, head)
 
+    @checked(columns_args)
     def qkv_columns(self):
         """Where the key and the value columns start in ``W_qkv``: ``[d_model, d_model + num_kv_heads * d_k]``.
 

@@ -16,6 +16,18 @@ class FastMultiHeadAttention(GroupedQueryAttention):
     fit a block whole, and the query blocks, with fewer passes per block, are faster. Either
     way the extra memory is one block or a few tiles of scores, whatever ``seq_len`` is,
     besides the output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from mhattn import GroupedQueryAttention
+    >>> x = np.random.default_rng(0).standard_normal((1, 6, 16))  # (batch, seq_len, d_model)
+    >>> output, weights = FastMultiHeadAttention(d_model=16, num_heads=4, seed=0)(x, need_weights=False)
+    >>> output.shape, weights
+    ((1, 6, 16), None)
+    >>> reference, _ = GroupedQueryAttention(d_model=16, num_heads=4, seed=0)(x)  # the same weights
+    >>> bool(np.allclose(output, reference))
+    True
     """
 
     def _attention(self, Q, K, V, mask, need_weights):

@@ -58,6 +58,7 @@ class KVCache:
     (5, (1, 2, 5, 4))
     """
 
+    @checked(checks.init_args)
     def __init__(self):
         self._lock = OneThread()  # a step holds it from start to end: a second thread is refused
         self._reset()

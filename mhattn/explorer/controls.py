@@ -1,17 +1,15 @@
 """The explorer's controls: a thin ipywidgets layer over :func:`compute_frame` and :class:`FrameDrawing`.
 
-:func:`explorer` returns one widget. Its ``weights`` switch chooses what it runs: the
-**untrained** layer (controls ``seq_len``, ``d_model``, ``num_heads``, the mask, the seed and
-RoPE) or the **trained** induction model
-(controls: the tokens, the layer, learned positions on or off). Only the controls of the
-current choice are shown. A change of any control builds a :class:`State`, computes its
-:class:`Frame` and draws it; nothing else is computed here.
+:func:`explorer` returns one widget. Its ``weights`` switch chooses what it runs: the **untrained**
+layer (controls ``seq_len``, ``d_model``, ``num_heads``, the mask, the seed and RoPE) or the
+**trained** induction model (controls: the tokens, the layer, learned positions on or off). Only
+the controls of the current choice are shown. A change of any control builds a :class:`State`,
+computes its :class:`Frame` and draws it; nothing else is computed here.
 
-The controls' ranges and options are fixed: the picture can show every value they offer,
-and setting a new ``min``, ``max`` or ``options`` raises :class:`traitlets.TraitError`.
+The controls' ranges and options are fixed: the picture can show every value they offer, and
+setting a new ``min``, ``max`` or ``options`` raises :class:`traitlets.TraitError`.
 
-Displayed as a notebook cell's result, the explorer also leaves a static PNG of its picture
-(:mod:`mhattn.explorer.static_copy`).
+Displayed as a notebook cell's result, the explorer also leaves a static PNG of its picture (:mod:`.static_copy`).
 """
 
 from ..checks.door import checked
@@ -62,8 +60,8 @@ class Explorer(StaticCopy, widgets.VBox):
         The figure (``drawing.head_images``, ``drawing.pca_inputs``, ...).
     readout, explanation : ipywidgets.HTML
     images : tuple of two ipywidgets.Image
-        The rendered figure in two parts, the heatmaps and the PCA plot (PNG bytes in
-        ``.value``, ``SCALE`` pixels per CSS pixel), side by side where the page is wide enough.
+        The rendered figure in two parts, the heatmaps and the PCA plot (PNG bytes in ``.value``,
+        ``SCALE`` pixels per CSS pixel), side by side where the page is wide enough.
     picture : bytes
         The whole figure as shown now, as one PNG.
     token_error : str or None
@@ -73,10 +71,16 @@ class Explorer(StaticCopy, widgets.VBox):
     renders : int
         How many times the figure has been rendered.
     redraws : LatestWins
-        Draws the newest setting. Inside a Jupyter kernel it draws in a thread of its own, so
-        that settings the controls pass through while a picture is drawn are skipped, not
-        queued; elsewhere (a script, a test) each change is drawn before ``.value = ...``
-        returns. ``redraws.wait()`` waits for the last picture.
+        Draws the newest setting. Inside a Jupyter kernel it draws in a thread of its own, so that settings
+        the controls pass through while a picture is drawn are skipped, not queued; elsewhere (a script, a
+        test) each change is drawn before ``.value = ...`` returns. ``redraws.wait()`` waits for the last picture.
+
+    Examples
+    --------
+    >>> widget = Explorer(State(seq_len=4, d_model=12, num_heads=2))  # outside a kernel: drawn at once
+    >>> widget.seq_len.value = 5  # as if the slider moved
+    >>> widget.frame.weights.shape  # (num_heads, seq_len, seq_len)
+    (2, 5, 5)
     """
 
     @checked(explorer_init_args)
@@ -186,7 +190,13 @@ class Explorer(StaticCopy, widgets.VBox):
             self.redraws.submit(self.current_state_and_note())
 
     def current_state(self):
-        """The State the controls say, with the last tokens that could be drawn (``token_error`` says why)."""
+        """The State the controls say, with the last tokens that could be drawn (``token_error`` says why).
+
+        Examples
+        --------
+        >>> Explorer(State(seq_len=4, d_model=12, num_heads=2, mask="causal")).current_state().mask
+        'causal'
+        """
         return self.current_state_and_note()[0]
 
     def current_state_and_note(self):
@@ -196,6 +206,13 @@ class Explorer(StaticCopy, widgets.VBox):
         State, and ``token_error`` says why. The untrained layer reads no tokens: whatever the
         hidden tokens box holds, it keeps those last ones, and the box is read again when the
         trained weights return.
+
+        Examples
+        --------
+        >>> widget = Explorer(State(trained=True, tokens="a b a b"))
+        >>> widget.tokens.value = "a 7"  # not letters: the picture keeps the last tokens it could draw
+        >>> widget.current_state_and_note()[0].tokens
+        'a b a b'
         """
         trained = self.trained_weights.value
         self.token_error = None
@@ -217,7 +234,14 @@ class Explorer(StaticCopy, widgets.VBox):
         return state, note
 
     def update(self):
-        """Compute the frame of the controls' state, draw it, refresh the readout and the image; return when shown."""
+        """Compute the frame of the controls' state, draw it, refresh the readout and the image; return when shown.
+
+        Examples
+        --------
+        >>> widget = Explorer(State(seq_len=4, d_model=12, num_heads=2))  # drawn once
+        >>> widget.update(), widget.renders  # the same state, drawn again
+        (None, 2)
+        """
         self._show_controls()
         self.redraws.submit(self.current_state_and_note())
         self.redraws.wait()
@@ -270,6 +294,11 @@ def explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none", *, train
     ------
     TypeError, ValueError
         If a starting value is not one the controls could show.
+
+    Examples
+    --------
+    >>> explorer(d_model=12, num_heads=2, seq_len=4, seed=0, mask="causal")  # outside a kernel: drawn at once
+    Explorer(d_model=12, num_heads=2, seq_len=4, seed=0, mask='causal')
     """
     return Explorer(State(trained=trained, seq_len=seq_len, d_model=d_model, num_heads=num_heads, seed=seed,
                           mask=mask, tokens=tokens, layer=layer, positions=positions))

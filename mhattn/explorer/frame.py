@@ -43,6 +43,7 @@ from ..checks.explorer import (  # noqa: F401 (the explorer's limits and menus, 
     POSITIONS,
     TRAINED_LAYERS,
     check_state,
+    frame_args,
     head_choices,
     parse_tokens,
     position_choices,
@@ -92,6 +93,12 @@ class State:
     ``positions`` on both (see ``POSITIONS``; None means the first choice: "none" untrained,
     "learned" trained). Whether the model has that layer and knows those letters is checked
     where a frame shows it (:func:`check_state`).
+
+    Examples
+    --------
+    >>> state = State(seq_len=4, d_model=12, num_heads=2, mask="causal")
+    >>> state.seq_len, state.d_model // state.num_heads, state.position_mode  # d_k = 6
+    (4, 6, 'none')
     """
 
     trained: bool = False
@@ -143,6 +150,16 @@ class Frame:
         through one KV cache per layer (:func:`mhattn.learn.generate.generate`).
     num_layers : int or None
         Trained: how many layers the model has (``state.layer`` is one of them).
+
+    Examples
+    --------
+    A frame is what :func:`compute_frame` returns; its fields are checked as it is made.
+
+    >>> frame = compute_frame(State(trained=True, tokens="a b a b", layer=1))
+    >>> frame.labels, frame.weights.shape  # (num_heads, seq_len, seq_len)
+    (['a', 'b', 'a', 'b'], (4, 4, 4))
+    >>> frame.num_layers, frame.x.shape  # the residual stream before layer 1: (1, seq_len, d_model)
+    (2, (1, 4, 64))
     """
 
     state: State
@@ -170,6 +187,9 @@ class Frame:
         return self.weights.shape[-1]
 
 
+Frame.__init__ = checked(frame_args)(Frame.__init__)  # the door of every Frame, as of every State
+
+
 def compute_frame(state, model=None):
     """The numbers the explorer shows for ``state``.
 
@@ -184,6 +204,14 @@ def compute_frame(state, model=None):
     Returns
     -------
     Frame
+
+    Examples
+    --------
+    >>> frame = compute_frame(State(seq_len=4, d_model=12, num_heads=2, mask="causal"))
+    >>> frame.weights.shape, frame.inputs_2d.shape  # (num_heads, seq_len, seq_len), (seq_len, 2)
+    ((2, 4, 4), (4, 2))
+    >>> print(frame.weights[0].round(2)[0])  # causal: the first token sees only itself
+    [1. 0. 0. 0.]
     """
     if state.trained:
         return _trained_frame(state, model)

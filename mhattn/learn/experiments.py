@@ -98,10 +98,10 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
     Examples
     --------
     >>> from mhattn.learn.model import load_trained
-    >>> table = offset_accuracy(load_trained(), range(4, 6), per_cell=4)
-    >>> table.shape  # block lengths 4 and 5; offsets 0 .. 32 - 2 * 4
-    (2, 25)
-    >>> bool(np.isnan(table[1, -2:]).all())  # a block of 5 does not fit at offsets 23 and 24
+    >>> table = offset_accuracy(load_trained(), range(12, 14), per_cell=4)
+    >>> table.shape  # block lengths 12 and 13; offsets 0 .. 32 - 2 * 12
+    (2, 9)
+    >>> bool(np.isnan(table[1, -2:]).all())  # a block of 13 does not fit at offsets 7 and 8
     True
     """
     rng = np.random.default_rng(seed)
@@ -162,7 +162,7 @@ def measure(model, *, num_sequences=512, seed=2024):
     Examples
     --------
     >>> from mhattn.learn.model import load_trained
-    >>> result = measure(load_trained(), num_sequences=32)
+    >>> result = measure(load_trained(), num_sequences=8)
     >>> result["previous_token"][0].shape, result["k_composition"].shape
     ((4,), (4, 4))
     >>> result["accuracy"] > 0.9
@@ -216,7 +216,7 @@ def claims(result):
     Examples
     --------
     >>> from mhattn.learn.model import load_trained
-    >>> result = measure(load_trained(), num_sequences=64)
+    >>> result = measure(load_trained(), num_sequences=8)
     >>> checked = claims(result)
     >>> len(checked), all(checked.values())
     (7, True)

@@ -113,11 +113,13 @@ class TwoSlotModel:
         self.readouts = rng.standard_normal((2, self.d_model, self.vocab)) / np.sqrt(self.d_model)
         self.seed = None  # set by train()
 
+    @checked(training_heads.slot_model_args, results_finite=False)
     def parameters(self):
         """Every trainable array by name (the live arrays: an optimiser updates them in place)."""
         return {"embed": self.embed, "pos": self.pos, "W_qkv": self.attention.W_qkv,
                 "W_o": self.attention.W_o, "readouts": self.readouts}
 
+    @checked(training_heads.slot_model_args, results_finite=False)
     def parameter_count(self):
         """How many numbers training adjusts: the same for every ``num_heads``."""
         return sum(p.size for p in self.parameters().values())

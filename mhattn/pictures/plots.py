@@ -62,6 +62,17 @@ def plot_attention(weights, tokens=None, *, ax=None, title="Attention weights", 
     matplotlib.image.AxesImage
         The heatmap; ``image.axes`` is the Axes, ``image.get_array()`` the weights.
         Pass it to ``fig.colorbar`` (:func:`plot_heads` does).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> fig, ax = plt.subplots(figsize=(2, 2))
+    >>> weights = np.array([[1.0, 0.0], [0.25, 0.75]])  # causal: the first token sees only itself
+    >>> image = plot_attention(weights, ["the", "cat"], ax=ax, title="two tokens")
+    >>> image.axes.get_title(), image.get_array().shape
+    ('two tokens', (2, 2))
+    >>> plt.close(fig)
     """
     seq_q, seq_k = weights.shape
     query_labels, key_labels = _numbered(tokens, seq_q), _numbered(tokens, seq_k)
@@ -108,6 +119,16 @@ def plot_heads(weights, tokens=None, *, title=None, vmax=1.0, annotate=True, fig
     -------
     matplotlib.figure.Figure
         ``num_heads`` heatmap Axes (titled ``head 0``, ``head 1``, ...) then one colour bar Axes.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> weights = np.stack([np.eye(3), np.full((3, 3), 1 / 3)])  # (num_heads, seq_q, seq_k)
+    >>> fig = plot_heads(weights, ["a", "b", "c"], title="two heads", figsize=(4, 2))
+    >>> len(fig.axes), fig.axes[1].get_title()  # two heatmaps, then the colour bar
+    (3, 'head 1')
+    >>> plt.close(fig)
     """
     num_heads = weights.shape[0]
     columns = {1: 1, 2: 2, 4: 2}.get(num_heads, 3)
@@ -180,6 +201,17 @@ def plot_embedding_shift(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> fig, ax = plt.subplots(figsize=(3, 3))
+    >>> inputs_2d = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # (seq_len, 2)
+    >>> ax = plot_embedding_shift(inputs_2d, inputs_2d / 2, np.array([0.7, 0.3]), ax=ax, centre=np.zeros(2))
+    >>> ax.get_xlabel()
+    'principal component 1 (70% of variance)'
+    >>> plt.close(fig)
     """
     inputs_2d, outputs_2d = _steady(inputs_2d), _steady(outputs_2d)
     seq_len = inputs_2d.shape[0]
