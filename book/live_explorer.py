@@ -5,7 +5,7 @@ The explorer's page (``notebooks/explore.ipynb``) holds an empty ``<div id="mhat
 controls and two canvases, and computes every frame in the browser (``explorer-frame.js``,
 ``explorer-math.js``) from the data file written here, ``_static/explorer-data.js``:
 
-- the trained model (:func:`mhattn.learn.model.load_trained`, the checkpoint installed now, so a
+- the trained model (:func:`mhattn.learn.shipped.load_trained`, the checkpoint installed now, so a
   retrained model ships with the next build), every array as little-endian float64 bytes in
   base64, so the page runs the very same weights;
 - for each seed in ``SEEDS``, the untrained explorer's random token streams
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from mhattn.explorer import frame
-from mhattn.learn.model import load_trained
+from mhattn.learn.shipped import load_trained
 
 STATIC = Path(__file__).resolve().parent / "_static"
 SCRIPTS = ["explorer-data.js", "explorer-math.js", "explorer-frame.js", "explorer-draw.js", "explorer.js",

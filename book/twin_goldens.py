@@ -31,7 +31,7 @@ import numpy as np
 from mhattn import MultiHeadAttention, apply_rope, causal_mask, padding_mask, scaled_dot_product_attention
 from mhattn.explorer import State, compute_frame
 from mhattn.explorer import frame as explorer
-from mhattn.learn.model import load_trained
+from mhattn.learn.shipped import load_trained
 
 GOLDENS = Path(__file__).resolve().parent / "goldens"
 EXPLORER_FILE, FIGURES_FILE = "explorer-frames.json", "live-figures.json"

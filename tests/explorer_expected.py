@@ -14,7 +14,7 @@ import oracle
 from PIL import Image
 
 from mhattn import MultiHeadAttention
-from mhattn.learn.model import encode_letters
+from mhattn.learn.letters import encode_letters
 from mhattn.pictures.embedding_shift import embedding_shift_2d
 
 ROOT = Path(__file__).resolve().parents[1]

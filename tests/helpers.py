@@ -166,7 +166,7 @@ def module_tolerances(mha, x, context=None, dtype=np.float64):
 
 
 def close_in(mha, x, dtype):
-    """``(output, weights)`` bounds on |a module computed in ``dtype`` - the same computed in float64|, cast to ``dtype``.
+    """``(output, weights)`` bounds on |a module computed in ``dtype`` - the same in float64|, cast to ``dtype``.
 
     Zero in float64 (the two must agree exactly). Below it: the rounding of a ``dtype``
     computation (float16 runs in float32) by :func:`module_tolerances`, plus one rounding of the

@@ -29,7 +29,7 @@ from browser_path import chromium_path
 from serving import serve
 
 from mhattn.explorer.frame import State, compute_frame
-from mhattn.learn.model import load_trained
+from mhattn.learn.shipped import load_trained
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium

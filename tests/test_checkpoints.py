@@ -10,10 +10,9 @@ import textwrap
 import zipfile
 
 import numpy as np
-
-from mhattn import MultiHeadAttention, RotaryMultiHeadAttention
 import pytest
 
+from mhattn import MultiHeadAttention, RotaryMultiHeadAttention
 from mhattn.learn.model import InductionModel
 
 TOKENS = np.arange(8) % 8

@@ -24,7 +24,8 @@ from mhattn.explorer.frame import (
     padded_length,
     random_tokens,
 )
-from mhattn.learn.model import encode_letters, load_trained
+from mhattn.learn.letters import encode_letters
+from mhattn.learn.shipped import load_trained
 from mhattn.pictures.embedding_shift import embedding_shift_2d
 
 

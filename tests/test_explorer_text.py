@@ -7,7 +7,8 @@ import pytest
 
 from mhattn.explorer.frame import State, compute_frame
 from mhattn.explorer.text import readout_html
-from mhattn.learn.model import InductionModel, load_trained
+from mhattn.learn.model import InductionModel
+from mhattn.learn.shipped import load_trained
 
 
 @pytest.mark.parametrize(("num_layers", "layer"), [(1, 0), (3, 2), (3, 0)])

@@ -9,7 +9,9 @@ from mhattn.checks import door
 from mhattn.checks.training import generate_args
 from mhattn.learn import generate as generation
 from mhattn.learn.generate import generate
-from mhattn.learn.model import InductionModel, decode_tokens, encode_letters, load_trained
+from mhattn.learn.letters import decode_tokens, encode_letters
+from mhattn.learn.model import InductionModel
+from mhattn.learn.shipped import load_trained
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from mhattn.learn.circuits import (
     previous_token_profile,
     segments,
 )
-from mhattn.learn.model import load_shortcut, load_trained
+from mhattn.learn.shipped import load_shortcut, load_trained
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, layout, repeated_positions
 from mhattn.learn.train import EVAL_EVERY, train
 

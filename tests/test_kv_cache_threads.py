@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from oracle import complex_rope
 
-from mhattn import KVCache, GroupedQueryAttention, causal_mask
+from mhattn import GroupedQueryAttention, KVCache, causal_mask
 
 
 def test_every_successful_calls_tokens_are_cached_under_contention():

@@ -15,7 +15,9 @@ import pytest
 from mhattn import MultiHeadAttention, causal_mask, checks, softmax
 from mhattn.checks import door
 from mhattn.learn import model as model_module
-from mhattn.learn.model import InductionModel, decode_tokens, encode_letters, load_trained
+from mhattn.learn.letters import decode_tokens, encode_letters
+from mhattn.learn.model import InductionModel
+from mhattn.learn.shipped import load_trained
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 
 # the doors of the module's functions, as mhattn.learn shows them

@@ -24,7 +24,8 @@ from mhattn.learn.circuits import (
     previous_token_score,
 )
 from mhattn.learn.generate import generate
-from mhattn.learn.model import decode_tokens, encode_letters, load_shortcut, load_trained, training_record
+from mhattn.learn.letters import decode_tokens, encode_letters
+from mhattn.learn.shipped import load_shortcut, load_trained, training_record
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 from mhattn.learn.train import FINAL_LR_FRACTION, LEARNING_RATE, STEPS, WARMUP, initial_model
 

@@ -184,7 +184,7 @@ from pathlib import Path
 import numpy as np
 import mhattn
 from mhattn import MultiHeadAttention, causal_mask
-from mhattn.learn.model import load_trained
+from mhattn.learn.shipped import load_trained
 
 expected_version, readme = sys.argv[1], Path(sys.argv[2]).read_text(encoding="utf-8")
 assert mhattn.__version__ == expected_version, mhattn.__version__

@@ -21,8 +21,8 @@ The module's outputs go through products of inner size <= ``d_model`` of numbers
 import numpy as np
 import oracle
 import pytest
-from oracle import complex_rope, frequencies, require_torch, torch
 from helpers import close_in
+from oracle import complex_rope, frequencies, require_torch, torch
 
 from mhattn import (
     FastMultiHeadAttention,

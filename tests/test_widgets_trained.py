@@ -12,7 +12,8 @@ from explorer_expected import assert_drawing_matches, drawn, png_pixels
 
 from mhattn.explorer import explorer
 from mhattn.explorer.frame import DEFAULT_TOKENS
-from mhattn.learn.model import decode_tokens, encode_letters, load_trained
+from mhattn.learn.letters import decode_tokens, encode_letters
+from mhattn.learn.shipped import load_trained
 
 
 @pytest.fixture

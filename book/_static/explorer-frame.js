@@ -13,7 +13,7 @@
     return choices;
   }
 
-  function parseTokens(text, longest) {  // mhattn.explorer.frame.parse_tokens (mhattn.learn.model.encode_letters)
+  function parseTokens(text, longest) {  // mhattn.explorer.frame.parse_tokens (mhattn.learn.letters.encode_letters)
     const letters = text.toLowerCase().replace(/\s+/g, "");
     const bad = [...new Set(letters.split("").filter((c) => !LETTERS.includes(c)))].sort();
     if (bad.length) return { error: `tokens must hold only letters a-z and spaces; got ${bad.join(" ")}` };

@@ -25,9 +25,10 @@ from ..checks.explorer import (  # the explorer's limits and menus, and what the
     head_choices,
     parse_tokens,
     rope_fits,
+    widget_args,
 )
 from ..checks.optional import require
-from ..learn.model import load_trained
+from ..learn.shipped import load_trained
 from .background import LatestWins, in_a_kernel, one_blas_thread
 from .draw import FrameDrawing, part_widths
 from .fixed import BoundedIntText, Dropdown, IntSlider, toggle
@@ -157,7 +158,7 @@ class Explorer(StaticCopy, widgets.VBox):
 
     @property
     def trained_model(self):
-        """The trained model (:func:`mhattn.learn.model.load_trained`), loaded the first time it is needed."""
+        """The trained model (:func:`mhattn.learn.load_trained`), loaded the first time it is needed."""
         if self._model is None:
             self._model = load_trained()
         return self._model
@@ -189,6 +190,7 @@ class Explorer(StaticCopy, widgets.VBox):
             self._show_controls()
             self.redraws.submit(self.current_state_and_note())
 
+    @checked(widget_args, results_finite=False)
     def current_state(self):
         """The State the controls say, with the last tokens that could be drawn (``token_error`` says why).
 
@@ -199,6 +201,7 @@ class Explorer(StaticCopy, widgets.VBox):
         """
         return self.current_state_and_note()[0]
 
+    @checked(widget_args, results_finite=False)
     def current_state_and_note(self):
         """``(state, note)``: the State the controls say, and what the readout says first (or None).
 
@@ -233,6 +236,7 @@ class Explorer(StaticCopy, widgets.VBox):
                       tokens=self._tokens, layer=self.layer.value, positions=positions)
         return state, note
 
+    @checked(widget_args, results_finite=False)
     def update(self):
         """Compute the frame of the controls' state, draw it, refresh the readout and the image; return when shown.
 

@@ -55,7 +55,8 @@ from ..core.multihead import MultiHeadAttention
 from ..core.rotary import RotaryMultiHeadAttention
 from ..learn import circuits
 from ..learn.generate import generate
-from ..learn.model import decode_tokens, encode_letters, load_trained
+from ..learn.letters import decode_tokens, encode_letters
+from ..learn.shipped import load_trained
 from ..pictures.embedding_shift import embedding_shift_2d
 
 SHOWN = 1  # untrained, the explorer shows sequence 1 of the batch of two (the one padding shortens)
@@ -198,7 +199,7 @@ def compute_frame(state, model=None):
     state : State
         A state the model can show (:func:`check_state`).
     model : mhattn.learn.model.InductionModel, optional
-        The trained model; default :func:`mhattn.learn.model.load_trained` (read on each call:
+        The trained model; default :func:`mhattn.learn.load_trained` (read on each call:
         pass it to draw many frames).
 
     Returns

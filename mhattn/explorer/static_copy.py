@@ -8,6 +8,9 @@ nbconvert's HTML with its widget script), a style sheet inside it hides that cop
 
 import base64
 
+from ..checks.door import checked
+from ..checks.explorer import widget_args
+
 EXPLORER_CLASS = "mhattn-explorer"
 #: the style sheet that hides the static copy following a live explorer in the same cell
 HIDE_STATIC_COPY = (f"<style>.jp-OutputArea-child:has(.{EXPLORER_CLASS}) + "
@@ -26,11 +29,13 @@ class StaticCopy:
         display(widget, raw=True)
         display(static_copy, raw=True, metadata=self.static_copy_metadata())
 
+    @checked(widget_args, results_finite=False)
     def display_outputs(self):
         """The two outputs a notebook cell gets: the widget's bundle, then a static PNG of the picture."""
         static_copy = {"image/png": base64.b64encode(self.picture).decode("ascii"), "text/plain": STATIC_COPY_TEXT}
         return [self._repr_mimebundle_(), static_copy]
 
+    @checked(widget_args, results_finite=False)
     def static_copy_metadata(self):
         """The static PNG's smallest text, in its own pixels, as notebooks/refresh.sh records it for figures."""
         return {"mhattn": {"min_font_px": self.drawing.min_font_px(), "dpi": float(self.drawing.figure.dpi)}}

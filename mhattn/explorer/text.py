@@ -7,7 +7,7 @@ import html
 
 import numpy as np
 
-from ..learn.model import decode_tokens
+from ..learn.letters import decode_tokens
 from .frame import padded_length
 
 

@@ -29,7 +29,17 @@ from ..checks import (
     training_task,
 )
 from ..checks.door import door
-from . import attention_patterns, experiments, in_context, losses, model, several_heads, task, weight_circuits
+from . import (
+    attention_patterns,
+    experiments,
+    in_context,
+    letters,
+    losses,
+    several_heads,
+    shipped,
+    task,
+    weight_circuits,
+)
 from . import generate as _generate
 from . import train as _train
 from .model import InductionModel
@@ -64,11 +74,11 @@ offset_accuracy = door(experiments.offset_accuracy, circuits_experiments.offset_
 gap_accuracy = door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args)
 measure = door(experiments.measure, circuits_experiments.measure_args)
 claims = door(experiments.claims, circuits_experiments.claims_args)
-load_trained = door(model.load_trained, checks.load_trained_args)
-load_shortcut = door(model.load_shortcut, checks.load_shortcut_args)
-training_record = door(model.training_record, checks.training_record_args)
-encode_letters = door(model.encode_letters, checks.encode_letters_args)
-decode_tokens = door(model.decode_tokens, checks.decode_tokens_args)
+load_trained = door(shipped.load_trained, checks.load_trained_args)
+load_shortcut = door(shipped.load_shortcut, checks.load_shortcut_args)
+training_record = door(shipped.training_record, checks.training_record_args)
+encode_letters = door(letters.encode_letters, checks.encode_letters_args)
+decode_tokens = door(letters.decode_tokens, checks.decode_tokens_args)
 cross_entropy = door(losses.cross_entropy, training.cross_entropy_args)
 loss_and_grads = door(_train.loss_and_grads, training.loss_and_grads_args)
 learning_rate_at = door(_train.learning_rate_at, training.schedule_args)

@@ -158,7 +158,7 @@ def previous_token_profile(model, layer=0, *, num_sequences=1024, seed=13, at_st
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> profile = previous_token_profile(load_trained(), 0, num_sequences=8)
     >>> profile.shape
     (4, 32)
@@ -182,7 +182,7 @@ def prefix_matching_by_offset(model, layer=1, *, half_len=8, num_sequences=256, 
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> prefix_matching_by_offset(load_trained(), 1, half_len=8, num_sequences=4).shape
     (17, 4)
     """

@@ -52,7 +52,7 @@ def forward_without_key_path(model, tokens, heads):
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> model = load_trained()
     >>> tokens = induction_batch(np.random.default_rng(0), 2)[0]
     >>> forward_without_key_path(model, tokens, []).shape
@@ -97,7 +97,7 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> table = offset_accuracy(load_trained(), range(12, 14), per_cell=4)
     >>> table.shape  # block lengths 12 and 13; offsets 0 .. 32 - 2 * 12
     (2, 9)
@@ -123,7 +123,7 @@ def gap_accuracy(model, gaps=range(2, 9), lengths=range(4, 13), *, num_sequences
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> result = gap_accuracy(load_trained(), [2, 8], [4], num_sequences=16)
     >>> sorted(result), all(0 <= a <= 1 for a in result.values())
     ([2, 8], True)
@@ -161,7 +161,7 @@ def measure(model, *, num_sequences=512, seed=2024):
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> result = measure(load_trained(), num_sequences=8)
     >>> result["previous_token"][0].shape, result["k_composition"].shape
     ((4,), (4, 4))
@@ -215,7 +215,7 @@ def claims(result):
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> result = measure(load_trained(), num_sequences=8)
     >>> checked = claims(result)
     >>> len(checked), all(checked.values())

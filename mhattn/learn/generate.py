@@ -25,7 +25,7 @@ def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=Tr
     ----------
     model : InductionModel
     prompt : array_like of int, shape ``(prompt_len,)``
-        Token ids in ``[0, vocab)``, at least one (:func:`mhattn.learn.model.encode_letters`
+        Token ids in ``[0, vocab)``, at least one (:func:`mhattn.learn.letters.encode_letters`
         turns ``"a b c d e a b"`` into ids).
     num_tokens : int
         How many tokens to write; ``prompt_len + num_tokens`` may reach ``max_len + 1`` (the

@@ -117,7 +117,7 @@ def loss_report(model, *, num_sequences=1024, seed=15):
 
     Examples
     --------
-    >>> from mhattn.learn.model import load_trained
+    >>> from mhattn.learn import load_trained
     >>> report = loss_report(load_trained(), num_sequences=16)
     >>> sorted(report)
     ['icl_score', 'induction_loss', 'repeated_icl_score', 'token_loss']

@@ -13,23 +13,22 @@ circuit of Olsson et al. (2022): a *previous-token head* in layer 0 writes each 
 predecessor into its position, and an *induction head* in layer 1 finds the earlier
 occurrence of the current token and copies the token that followed it.
 
-:func:`load_trained` returns the shipped, trained model; :func:`load_shortcut` a model of the
-same shape trained only on repeats that start at position 0 (a shortcut that does not move
-with the repeat); :mod:`mhattn.learn.train` trains one; :mod:`mhattn.learn.circuits` measures
-what its heads do; :func:`mhattn.learn.generate.generate` lets it continue a prompt.
+:func:`mhattn.learn.load_trained` returns the shipped, trained model (:mod:`.shipped`);
+:func:`mhattn.learn.load_shortcut` a model of the same shape trained only on repeats that start at
+position 0 (a shortcut that does not move with the repeat); :func:`mhattn.learn.train` trains one;
+the measures of :mod:`mhattn.learn` say what its heads do; :func:`mhattn.learn.generate` lets it
+continue a prompt.
 """
 
 import copy
-from importlib import resources
 
 import numpy as np
 
 from ..checks import checked
-from ..checks.checkpoint import load_args, read_extras
+from ..checks.checkpoint import load_args
 from ..checks.checkpoint_read import read_checkpoint
 from ..checks.checkpoint_write import save_args, stored_arrays, write_atomic
 from ..checks.model import (
-    LETTERS,
     ablated_layers_args,
     check_tokens_args,
     model_forward_args,
@@ -293,86 +292,3 @@ def _silenced(layers, ablate):
         layer.W_o = W_o
         layers[layer_index] = layer
     return layers
-
-
-def load_trained(num_layers=2):
-    """The trained model shipped with the package (a fresh copy each call).
-
-    ``num_layers=2`` (the default) is the induction model; ``num_layers=1`` is a one-layer
-    model trained the same way, which cannot learn the task.
-
-    Examples
-    --------
-    >>> load_trained()
-    InductionModel(num_layers=2, vocab=32, max_len=32, d_model=64, num_heads=4)
-    """
-    return _shipped({2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}[num_layers], InductionModel.load)
-
-
-def load_shortcut():
-    """The two-layer model trained only on repeats whose first copy starts at position 0 (a fresh copy).
-
-    Its training sequences (1500 steps of 64, a constant step size of 3e-3) held ``n`` random
-    tokens (uniform in ``[4, 16]``, drawn with replacement) at positions ``0 .. n - 1``, the
-    same tokens again right after them, and random tokens to the end. It copies well where
-    its training put the repeat and poorly elsewhere: notebook 09's example of a shortcut.
-
-    Examples
-    --------
-    >>> load_shortcut()
-    InductionModel(num_layers=2, vocab=32, max_len=32, d_model=64, num_heads=4)
-    """
-    return _shipped(SHORTCUT_CHECKPOINT, InductionModel.load)
-
-
-def training_record(num_layers=2):
-    """How a shipped checkpoint was trained: a dict of what ``python -m mhattn.train`` stored beside it.
-
-    Keys: ``seed``, ``steps``, ``lr``, ``batch_size``, ``seconds`` (the measured wall time of
-    the command), ``cpu_seconds`` (the CPU time of its process: about the wall time on an
-    idle core), ``machine`` (CPU model, cores, OS) and ``load_average`` (the machine's
-    1-minute load average, the larger of its values before and after training: above the
-    number of cores, processes waited for one).
-
-    Examples
-    --------
-    >>> record = training_record()
-    >>> sorted(record)
-    ['batch_size', 'cpu_seconds', 'load_average', 'lr', 'machine', 'seconds', 'seed', 'steps']
-    """
-    keys = ("seed", "steps", "lr", "batch_size", "seconds", "cpu_seconds", "machine", "load_average")
-    return _shipped({2: CHECKPOINT, 1: ONE_LAYER_CHECKPOINT}[num_layers], lambda path: read_extras(path, keys))
-
-
-def _shipped(name, read):
-    """``read(path)`` of the shipped checkpoint ``name`` (in ``mhattn/data/``)."""
-    with resources.as_file(resources.files("mhattn") / "data" / name) as path:
-        return read(path)
-
-
-# --- letters for people --------------------------------------------------------------------
-
-
-def encode_letters(text):
-    """Token ids for a string of letters: ``"a b c d x a b c"`` -> ``[0, 1, 2, 3, 23, 0, 1, 2]``.
-
-    Spaces are optional (``"abcdxabc"`` gives the same); upper case counts as lower case.
-    Anything else raises ``ValueError`` naming it.
-
-    Examples
-    --------
-    >>> encode_letters("a b c x")
-    array([ 0,  1,  2, 23])
-    """
-    return np.array([LETTERS.index(c) for c in "".join(text.lower().split())], dtype=np.int64)
-
-
-def decode_tokens(tokens):
-    """Letters for token ids, space separated: ``[0, 1, 27]`` -> ``"a b <27>"`` (ids >= 26 have no letter).
-
-    Examples
-    --------
-    >>> decode_tokens(np.array([0, 1, 27]))
-    'a b <27>'
-    """
-    return " ".join(LETTERS[t] if 0 <= t < len(LETTERS) else f"<{t}>" for t in np.asarray(tokens).tolist())

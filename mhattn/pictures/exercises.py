@@ -21,7 +21,17 @@ CRASHES = (ValueError, TypeError, IndexError, AttributeError, KeyError)  #: a ne
 
 
 class NotYet(Exception):  # noqa: N818 - a signal that the reader has not answered, not an error
-    """The reader has not answered yet: the answer is still the placeholder ``...``."""
+    """The reader has not answered yet: the answer is still the placeholder ``...``.
+
+    Examples
+    --------
+    >>> answer = ...  # what an exercise cell holds until the reader fills it in
+    >>> try:
+    ...     not_yet(answer)
+    ... except NotYet:
+    ...     print("not answered yet")
+    not answered yet
+    """
 
 
 def not_yet(value):
