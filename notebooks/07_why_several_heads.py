@@ -45,6 +45,7 @@ from mhattn.learn import (
     TwoSlotModel,
     evaluation_batch,
     experiment,
+    head_probes,  # the listings below show their code
     logits_with_weights,
     mean_weights,
     offset_profile,
@@ -53,7 +54,7 @@ from mhattn.learn import (
     two_slot_batch,
     without_heads,
 )
-from mhattn.learn import several_heads as sh  # the listings below show its code
+from mhattn.learn import several_heads as sh
 from mhattn.pictures import exercise, not_yet, plot_attention, save_figure, show_source
 
 np.set_printoptions(precision=2, suppress=True)
@@ -324,7 +325,7 @@ plt.show()
 # instead of those its softmax computes:
 
 # %%
-show_source(sh.logits_with_weights)
+show_source(head_probes.logits_with_weights)
 
 # %% [markdown]
 # Give the single head, for every sequence, the same row: its mean over the 1024 test
@@ -380,7 +381,7 @@ for name, rows in [("its own two rows", weights), ("one shared row", shared)]:
 # nothing), and measure again:
 
 # %%
-show_source(sh.without_heads)
+show_source(head_probes.without_heads)
 
 # %%
 four = models[4, 0]

@@ -16,7 +16,7 @@ from helpers import raises
 
 from mhattn.checks import circuits_experiments, circuits_in_context, circuits_patterns, circuits_weights
 from mhattn.checks.door import door
-from mhattn.learn import attention_patterns, experiments, in_context, several_heads, weight_circuits
+from mhattn.learn import attention_patterns, experiments, head_probes, in_context, several_heads, weight_circuits
 from mhattn.learn.losses import cross_entropy
 from mhattn.learn.model import InductionModel
 
@@ -227,12 +227,12 @@ def slots():
 @pytest.mark.parametrize(("call", "name"), [
     (lambda m, t, y: several_heads.loss_and_grads(m, t, y - 1), "targets"),
     (lambda m, t, y: several_heads.loss_and_grads(m, t, y + 0.5), "targets"),
-    (lambda m, t, y: several_heads.slot_accuracy(m, t, y + 6), "targets"),
-    (lambda m, t, y: several_heads.offset_profile(m(t)[1].tolist(), 1.5), "max_offset"),
-    (lambda m, t, y: several_heads.offset_profile(m(t)[1][0], 1), "weights"),
-    (lambda m, t, y: several_heads.without_heads(m, 1), "heads"),
-    (lambda m, t, y: several_heads.without_heads(m, [2]), "heads"),
-    (lambda m, t, y: several_heads.logits_with_weights(m, t, np.full(m(t)[1].shape, np.nan)), "weights"),
+    (lambda m, t, y: head_probes.slot_accuracy(m, t, y + 6), "targets"),
+    (lambda m, t, y: head_probes.offset_profile(m(t)[1].tolist(), 1.5), "max_offset"),
+    (lambda m, t, y: head_probes.offset_profile(m(t)[1][0], 1), "weights"),
+    (lambda m, t, y: head_probes.without_heads(m, 1), "heads"),
+    (lambda m, t, y: head_probes.without_heads(m, [2]), "heads"),
+    (lambda m, t, y: head_probes.logits_with_weights(m, t, np.full(m(t)[1].shape, np.nan)), "weights"),
     (lambda m, t, y: m(t.astype(float)), "tokens"),
 ])
 def test_several_heads_names_the_argument(slots, call, name):
@@ -246,7 +246,7 @@ def test_offset_profile_of_a_list_is_its_definition(slots):
     weights = slots(np.arange(10).reshape(2, 5) % 6)[1]
     expected = [[np.mean([weights[b, h, t, t - k] for b in range(2) for t in range(1, 5)]) for k in range(2)]
                 for h in range(2)]
-    np.testing.assert_allclose(several_heads.offset_profile(weights.tolist(), 1), expected, rtol=1e-13)
+    np.testing.assert_allclose(head_probes.offset_profile(weights.tolist(), 1), expected, rtol=1e-13)
 
 
 # --- where the repeat sits, composition against chance, the losses ------------------------------

@@ -11,6 +11,7 @@ import pytest
 from mhattn.checks import door
 from mhattn.checks import training_heads as checks
 from mhattn.core.masks import causal_mask
+from mhattn.learn import head_probes as hp
 from mhattn.learn import several_heads as sh
 
 #: the free functions behind the doors the package shows them through
@@ -120,7 +121,7 @@ def test_several_heads_streams_are_independent_and_evaluation_sequences_fresh():
     again = sh.streams(0)
     assert weights_seed == again[0]
     train_tokens = np.concatenate([sh.two_slot_batch(training, sh.BATCH_SIZE)[0] for _ in range(sh.STEPS)])
-    eval_tokens, _ = sh.evaluation_batch(0, 256)
+    eval_tokens, _ = hp.evaluation_batch(0, 256)
     np.testing.assert_array_equal(eval_tokens, sh.two_slot_batch(again[2], 256)[0])  # reproducible
     seen = {row.tobytes() for row in train_tokens}
     assert not any(row.tobytes() in seen for row in eval_tokens), "an evaluation sequence was trained on"
@@ -134,7 +135,7 @@ def test_several_heads_offset_profile_on_hand_built_weights():
     previous[np.arange(1, seq_len), np.arange(seq_len - 1)] = 1.0  # every query on its previous token
     uniform = causal_mask(seq_len) / causal_mask(seq_len).sum(axis=1, keepdims=True)
     weights = np.stack([previous, uniform])[None]  # (1, 2, seq_len, seq_len)
-    profile = sh.offset_profile(weights, max_offset=3)
+    profile = hp.offset_profile(weights, max_offset=3)
     np.testing.assert_array_equal(profile[0], [0.0, 1.0, 0.0, 0.0])
     queries = np.arange(3, seq_len)  # t >= max_offset: 1 / (t + 1) on each visible key
     np.testing.assert_allclose(profile[1], np.full(4, np.mean(1.0 / (queries + 1))), rtol=1e-15)
@@ -172,7 +173,7 @@ def test_several_heads_logits_with_the_models_own_weights_equal_its_forward():
     model = sh.TwoSlotModel(4, seed=1)
     tokens, _ = sh.two_slot_batch(np.random.default_rng(3), 5)
     logits, weights = model(tokens)
-    np.testing.assert_allclose(sh.logits_with_weights(model, tokens, weights), logits, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(hp.logits_with_weights(model, tokens, weights), logits, rtol=1e-12, atol=1e-12)
 
 
 def test_several_heads_without_heads_equals_zero_weights_and_leaves_the_model_alone():
@@ -183,8 +184,8 @@ def test_several_heads_without_heads_equals_zero_weights_and_leaves_the_model_al
     for heads in ([0], [3], [1, 2]):
         silenced = weights.copy()
         silenced[:, heads] = 0.0  # a head that takes nothing from any key outputs zeros
-        expected = sh.logits_with_weights(model, tokens, silenced)
-        np.testing.assert_allclose(sh.without_heads(model, heads)(tokens)[0], expected, rtol=1e-12, atol=1e-12)
+        expected = hp.logits_with_weights(model, tokens, silenced)
+        np.testing.assert_allclose(hp.without_heads(model, heads)(tokens)[0], expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(model.attention.W_o, W_o)
     with pytest.raises(ValueError, match=r"heads must be an int in \[0, 3\]; got 4"):
         doors["without_heads"](model, [4])
@@ -193,7 +194,7 @@ def test_several_heads_without_heads_equals_zero_weights_and_leaves_the_model_al
 @pytest.fixture(scope="module")
 def several_heads_experiment():
     """The notebook's experiment: 1, 2 and 4 heads, seeds 0, 1, 2, measured on fresh sequences."""
-    return sh.experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2))
+    return hp.experiment(head_counts=(1, 2, 4), seeds=(0, 1, 2))
 
 
 @pytest.mark.parametrize("num_heads", [2, 4])
@@ -218,13 +219,13 @@ def test_several_heads_one_head_averages_and_two_heads_split_the_offsets(several
     """Notebook 07, section 6: the single head spreads each row over t - 1 and t - 2; each of two heads takes one."""
     models, _ = several_heads_experiment
     for seed in (0, 1, 2):
-        tokens, _ = sh.evaluation_batch(seed, 256)
-        one = sh.offset_profile(models[1, seed](tokens)[1])[0]  # (4,): weight on t, t - 1, t - 2, t - 3
+        tokens, _ = hp.evaluation_batch(seed, 256)
+        one = hp.offset_profile(models[1, seed](tokens)[1])[0]  # (4,): weight on t, t - 1, t - 2, t - 3
         assert one[1] >= 0.3 and one[2] >= 0.3, f"seed {seed}: {one}"
         if seed == 0:  # section 7 quotes the table's "0.47 and 0.41", measured on all 1024 test sequences
-            profile = sh.offset_profile(models[1, 0](sh.evaluation_batch(0)[0])[1])[0]
+            profile = hp.offset_profile(models[1, 0](hp.evaluation_batch(0)[0])[1])[0]
             np.testing.assert_allclose(profile[1:3], [0.47, 0.41], atol=0.005)
-        two = sh.offset_profile(models[2, seed](tokens)[1])  # (2, 4)
+        two = hp.offset_profile(models[2, seed](tokens)[1])  # (2, 4)
         assert sorted(two[:, 1:3].argmax(axis=1)) == [0, 1], f"seed {seed}: both heads on one offset: {two}"
         assert two[:, 1:3].max(axis=1).min() >= 0.9, f"seed {seed}: {two}"
 
@@ -233,16 +234,16 @@ def test_several_heads_one_shared_row_halves_and_a_copied_row_loses_a_slot(sever
     """Notebook 07, section 7 and exercise 3, on the two-head model of seed 0."""
     models, _ = several_heads_experiment
     model = models[2, 0]
-    tokens, targets = sh.evaluation_batch(0)
+    tokens, targets = hp.evaluation_batch(0)
     _, weights = model(tokens)
 
     def accuracy_with(rows):
-        hits = sh.logits_with_weights(model, tokens, rows).argmax(axis=-1) == targets
+        hits = hp.logits_with_weights(model, tokens, rows).argmax(axis=-1) == targets
         return hits[:, :, sh.FIRST_SCORED :].mean(axis=(1, 2))
 
     shared = accuracy_with(np.broadcast_to(weights.mean(axis=1, keepdims=True), weights.shape))
     assert np.all((shared >= 0.35) & (shared <= 0.65)), shared
-    previous_head = sh.offset_profile(weights)[:, 1].argmax()
+    previous_head = hp.offset_profile(weights)[:, 1].argmax()
     assert previous_head == 0, "the notebook's exercise 3 says head 0 reads the previous token"
     copied = weights.copy()
     copied[:, 1 - previous_head] = weights[:, previous_head]
@@ -254,15 +255,15 @@ def test_several_heads_one_of_four_heads_can_go_and_none_alone_costs_a_slot(seve
     """Notebook 07, section 8, on the four-head model of seed 0."""
     models, _ = several_heads_experiment
     model = models[4, 0]
-    tokens, targets = sh.evaluation_batch(0)
-    removed = np.array([sh.slot_accuracy(sh.without_heads(model, [h]), tokens, targets) for h in range(4)])
+    tokens, targets = hp.evaluation_batch(0)
+    removed = np.array([hp.slot_accuracy(hp.without_heads(model, [h]), tokens, targets) for h in range(4)])
     assert (removed.min(axis=1) >= 0.95).any(), removed
     assert removed.min() >= 0.5, removed
 
 
 def test_several_heads_which_slot_one_head_wins_depends_on_the_seed():
     """Notebook 07, section 5: with seed 5 the single head reports the token two back."""
-    accuracy = sh.slot_accuracy(sh.train(1, seed=5), *sh.evaluation_batch(5))
+    accuracy = hp.slot_accuracy(sh.train(1, seed=5), *hp.evaluation_batch(5))
     assert accuracy[1] >= 0.8 and accuracy[0] <= 0.5, accuracy
 
 
@@ -270,11 +271,11 @@ def test_several_heads_single_head_row_barely_depends_on_the_tokens(several_head
     """Notebook 07, section 7: the weights hardly move between sequences; the mean row changes little."""
     models, accuracy = several_heads_experiment
     model = models[1, 0]
-    tokens, targets = sh.evaluation_batch(0)
+    tokens, targets = hp.evaluation_batch(0)
     _, weights = model(tokens)
     assert weights.std(axis=0).max() < 0.05, weights.std(axis=0).max()
     mean_row = np.broadcast_to(weights.mean(axis=0), weights.shape)
-    hits = sh.logits_with_weights(model, tokens, mean_row).argmax(axis=-1) == targets
+    hits = hp.logits_with_weights(model, tokens, mean_row).argmax(axis=-1) == targets
     with_mean_row = hits[:, :, sh.FIRST_SCORED :].mean(axis=(1, 2))
     assert np.abs(with_mean_row - accuracy[1, 0]).max() <= 0.03, (with_mean_row, accuracy[1, 0])
 
@@ -343,13 +344,13 @@ def test_several_heads_one_head_trained_ten_times_longer_can_get_both_by_token_d
     steps = 10 * sh.STEPS
     assert steps == 3000, "the notebook quotes sh.train(1, seed=0, steps=3000)"
     model = sh.train(1, seed=0, steps=steps)
-    tokens, targets = sh.evaluation_batch(0)
-    assert sh.slot_accuracy(model, tokens, targets).min() >= 0.9, "seed 0 should get both slots right"
+    tokens, targets = hp.evaluation_batch(0)
+    assert hp.slot_accuracy(model, tokens, targets).min() >= 0.9, "seed 0 should get both slots right"
     _, weights = model(tokens)
     t = np.arange(sh.FIRST_SCORED, sh.SEQ_LEN)
     assert weights[:, 0, t, t - 1].std(axis=0).mean() >= 0.1, "its weights should move with the tokens"
     mean_row = np.broadcast_to(weights.mean(axis=0), weights.shape)  # the same row for every sequence
-    hits = sh.logits_with_weights(model, tokens, mean_row).argmax(axis=-1) == targets
+    hits = hp.logits_with_weights(model, tokens, mean_row).argmax(axis=-1) == targets
     assert hits[:, :, sh.FIRST_SCORED :].mean(axis=(1, 2)).min() <= 0.7, "a fixed row should lose a slot"
-    missed = sh.slot_accuracy(sh.train(1, seed=1, steps=steps), *sh.evaluation_batch(1))
+    missed = hp.slot_accuracy(sh.train(1, seed=1, steps=steps), *hp.evaluation_batch(1))
     assert missed[1] <= 0.5 <= missed[0], f"seed 1 should still miss the token two back: {missed}"

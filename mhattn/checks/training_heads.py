@@ -89,7 +89,7 @@ def without_heads_args(model, heads):
 
 
 def experiment_args(head_counts, seeds, num_sequences, steps, batch_size, lr, threads):
-    """Arguments of :func:`mhattn.learn.several_heads.experiment`: head counts, seeds, and the training settings."""
+    """Arguments of :func:`mhattn.learn.head_probes.experiment`: head counts, seeds, and the training settings."""
     seeds = counts("seeds", seeds)
     if not all(0 <= s < 2**32 for s in seeds):
         raise ValueError(f"seeds must be ints in [0, 2**32 - 1]; got {seeds}")

@@ -94,15 +94,15 @@ determined_positions = door(task.determined_positions, training_task.determined_
 accuracy = door(task.accuracy, training_task.task_accuracy_args, results_finite=False)
 two_slot_batch = door(several_heads.two_slot_batch, training_heads.two_slot_batch_args, results_finite=False)
 slot_loss_and_grads = door(several_heads.loss_and_grads, training_heads.slot_batch_args)
-slot_accuracy = door(several_heads.slot_accuracy, training_heads.slot_batch_args)
+slot_accuracy = door(head_probes.slot_accuracy, training_heads.slot_batch_args)
 streams = door(several_heads.streams, training_heads.streams_args, results_finite=False)
 train_heads = door(several_heads.train, training_heads.heads_train_args)
-evaluation_batch = door(several_heads.evaluation_batch, training_heads.evaluation_batch_args, results_finite=False)
-offset_profile = door(several_heads.offset_profile, training_heads.offset_profile_args)
-mean_weights = door(several_heads.mean_weights, training_heads.model_tokens_args)
-experiment = door(several_heads.experiment, training_heads.experiment_args, results_finite=False)
-logits_with_weights = door(several_heads.logits_with_weights, training_heads.logits_with_weights_args)
-without_heads = door(several_heads.without_heads, training_heads.without_heads_args, results_finite=False)
+evaluation_batch = door(head_probes.evaluation_batch, training_heads.evaluation_batch_args, results_finite=False)
+offset_profile = door(head_probes.offset_profile, training_heads.offset_profile_args)
+mean_weights = door(head_probes.mean_weights, training_heads.model_tokens_args)
+experiment = door(head_probes.experiment, training_heads.experiment_args, results_finite=False)
+logits_with_weights = door(head_probes.logits_with_weights, training_heads.logits_with_weights_args)
+without_heads = door(head_probes.without_heads, training_heads.without_heads_args, results_finite=False)
 
 __all__ = [
     "Adam",
