@@ -32,6 +32,7 @@ from ..checks.door import door
 from . import (
     attention_patterns,
     experiments,
+    head_probes,
     in_context,
     letters,
     losses,
