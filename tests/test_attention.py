@@ -176,7 +176,9 @@ def test_scores_overflowing_to_minus_infinity_raise_instead_of_looking_masked(ca
             scaled_dot_product_attention(Q, -Q, np.ones((1, 3, 2), np.float32))
         return
     mha = MultiHeadAttention(8, 2)
-    mha.W_qkv = np.hstack([np.eye(8), -np.eye(8), np.eye(8)]) * 1e10  # K = -Q, both ~1e10 x
+    # K = -Q, both ~1e10 x; float32 weights and tokens: the module computes in float32
+    mha.W_qkv = (np.hstack([np.eye(8), -np.eye(8), np.eye(8)]) * 1e10).astype(np.float32)
+    mha.W_o = mha.W_o.astype(np.float32)
     with pytest.raises(FloatingPointError, match="overflowed float32.*a score"):
         mha(np.full((1, 3, 8), 1e10, np.float32))
     mha(np.full((1, 3, 8), 1e10))  # float64 holds the scores (~1e41): no error

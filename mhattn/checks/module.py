@@ -19,6 +19,7 @@ from .values import (
     mask_input,
     ndim,
     number_array,
+    overflow_error,
     positive_int,
     real_array,
 )
@@ -166,36 +167,73 @@ def module_mask(value, scores_shape):
 
 
 def forward_args(self, x, mask):
-    """Arguments of :meth:`mhattn.MultiHeadAttention.forward`."""
+    """Arguments of :meth:`mhattn.MultiHeadAttention.forward`: one pass over ``x``, none over the weights.
+
+    The weights' shapes and dtypes are checked here; their values are checked only if the
+    result is not finite (:class:`_AfterTheForward`), which is also how an overflow is told
+    from a NaN weight. So a chapter-size call costs little more than its body.
+    """
     x = tokens("x", x, self.d_model)
     dtype, result_dtype = compute_dtype(x)
     x = x.astype(dtype, copy=False)
-    largest_weight = module_weights(self, dtype)
+    weight_shapes(self)
     mask = module_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
-    if not scores_surely_fit(self, x, largest_weight):  # rare: then check every score
-        scores_bounded(self, x, self.W_qkv.astype(dtype, copy=False), mask)
-    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype  # the weights' float64 goes back to x's dtype
+    checked = _AfterTheForward(self, dtype, mask)
+    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype, checked, checked.rows_attended
 
 
-def scores_surely_fit(self, x, largest_weight, source=None):
-    """A bound from one pass over the tokens: ``|q_d| <= ||x_i||_1 max|W|``, so ``|q . k| / sqrt(d_k)``
-    is at most ``sqrt(d_k) * (max_i ||x_i||_1 max|W|) * (max_j ||s_j||_1 max|W|)``."""
-    if x.size == 0:
-        return True
-    longest = float(np.abs(x).sum(axis=-1).max())
-    if source is not None and source.size:
-        longest = max(longest, float(np.abs(source).sum(axis=-1).max()))
-    bound = math.sqrt(self.d_k) * (longest * largest_weight) ** 2
-    return bound < float(np.finfo(x.dtype).max) / 2
+def weight_shapes(self):
+    """Raise unless ``W_qkv`` and ``W_o`` are float arrays of the module's shapes (their values are not read)."""
+    width = self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
+    for name, value, shape in (("W_qkv", self.W_qkv, (self.d_model, width)), ("W_o", self.W_o, (self.d_model,
+                                                                                                 self.d_model))):
+        if not (type(value) is np.ndarray and value.dtype.kind == "f" and value.shape == shape):
+            weight(name, value, shape, np.float64)  # the exact message (a list, ints, another shape)
+            if not (isinstance(value, np.ndarray) and value.dtype.kind == "f"):
+                raise TypeError(f"{name} must be a float ndarray of shape {shape}; got dtype "
+                                f"{np.asarray(value).dtype}")
+
+
+class _AfterTheForward:
+    """What a forward's door checks after the body: which weight is not finite, and scores that overflowed.
+
+    As a context manager around the body and the door's own finiteness check: a non-finite
+    result from finite ``x`` means a non-finite weight (named here) or an overflow (the door's
+    message). :meth:`rows_attended` then catches the one overflow that leaves no NaN: every
+    allowed score of a row overflowing to ``-inf`` would look like a fully masked row (zeros).
+    """
+
+    __slots__ = ("module", "dtype", "mask")
+
+    def __init__(self, module, dtype, mask):
+        self.module, self.dtype, self.mask = module, dtype, mask
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, traceback):
+        if kind is FloatingPointError:
+            module_weights(self.module, self.dtype)  # a ValueError naming the weight, if one is not finite
+        return False
+
+    def rows_attended(self, result):
+        output, weights = result
+        empty = weights.sum(axis=-1) == 0  # (batch, heads, seq_q): a row that took nothing
+        if empty.any():
+            allowed = np.ones(empty.shape, bool) if self.mask is None else np.broadcast_to(
+                self.mask, weights.shape).any(axis=-1)
+            if (empty & allowed).any():
+                raise overflow_error(f"{type(self.module).__name__}.forward", self.dtype, "a score q.k/sqrt(d_k)")
+        return result
 
 
 def rotary_forward_args(self, x, mask, positions):
     """Arguments of :meth:`mhattn.RotaryMultiHeadAttention.forward`."""
     rope_attributes(self)
-    arguments, result_dtype = forward_args(self, x, mask)
+    arguments, result_dtype, *after = forward_args(self, x, mask)
     x = arguments["x"]
     positions = module_positions(positions, True, x.shape[0], x.shape[1])
-    return arguments | {"positions": positions}, result_dtype
+    return arguments | {"positions": positions}, result_dtype, *after
 
 
 def split_heads_method_args(self, x):
