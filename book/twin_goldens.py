@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mhattn import MultiHeadAttention, apply_rope, causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn import MultiHeadAttention, RotaryMultiHeadAttention, apply_rope, causal_mask, padding_mask, scaled_dot_product_attention
 from mhattn.explorer import State, compute_frame
 from mhattn.explorer import frame as explorer
 from mhattn.learn.shipped import load_trained
@@ -131,7 +131,7 @@ def helpers_golden():
     typed = []
     for text in TYPED:
         try:
-            typed.append({"text": text, "ids": explorer.parse_tokens(text).tolist()})
+            typed.append({"text": text, "ids": np.asarray(explorer.parse_tokens(text)).tolist()})
         except ValueError as error:
             typed.append({"text": text, "error": str(error)})
     return {"head_choices": {str(d): list(explorer.head_choices(d)) for d in explorer.D_MODELS},
@@ -163,7 +163,8 @@ def rope_golden(state):
     """Chapter 8's figure: one head with RoPE on or off, and token 0's query and key turned to every position."""
     n, d, seed = ROPE_FIGURE["n"], ROPE_FIGURE["d"], ROPE_FIGURE["seed"]
     x = explorer.random_tokens(seed, n, d)  # (2, n, d)
-    layer = MultiHeadAttention(d, 1, seed=seed, rope=state["rope"])
+    rotary = RotaryMultiHeadAttention(d, 1, seed=seed) if state["rope"] else None
+    layer = rotary or MultiHeadAttention(d, 1, seed=seed)  # the same weights either way
     _, weights = layer(x)
     token = x[explorer.SHOWN, 0]  # (d,)
     q, k = token @ layer.W_qkv[:, :d], token @ layer.W_qkv[:, d:2 * d]  # its query and key
