@@ -6,9 +6,10 @@ import inspect
 import numpy as np
 
 from .grad import backward_behind_a_door
-from .module import head_counts, module_mask, module_weights, rope_attributes, scores_bounded, tokens
+from .module import head_counts, module_mask, module_weights, rope_attributes, tokens
 from .optional import require
 from .positions import module_positions, rope_settings
+from .scores import scores_bounded
 from .values import compute_dtype, finite, flag, index, integer, real_array
 from .values import seed as seed_value
 
