@@ -112,7 +112,8 @@ def _finish(name, result, result_dtype, results_finite):
     single = not isinstance(result, tuple)
     items = (result,) if single else result
     if result_dtype is not None:  # cast first: a float32 result beyond 65504 is inf in float16
-        items = tuple(item.astype(result_dtype) if isinstance(item, np.ndarray) else item for item in items)
+        items = tuple(item.astype(result_dtype, copy=False) if isinstance(item, np.ndarray) else item
+                      for item in items)
     if results_finite:
         for item in items:
             if isinstance(item, np.ndarray) and item.dtype.kind == "f" and not np.isfinite(item).all():

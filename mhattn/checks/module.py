@@ -5,6 +5,7 @@ place) and the arguments of ``forward``. The overflow check bounds the scores fr
 own weights, without computing a projection.
 """
 
+import contextlib
 import math
 
 import numpy as np
@@ -134,10 +135,14 @@ def weights_args(self, dtype):
     return {"self": self, "dtype": dtype}, None
 
 
-def tokens(name, value, d_model):
-    """``value`` as a finite float array of shape ``(batch, seq_len, d_model)``."""
+def tokens(name, value, d_model, values_later=False):
+    """``value`` as a finite float array of shape ``(batch, seq_len, d_model)``.
+
+    ``values_later=True``: a float array of that shape is returned without reading its values
+    (the caller checks them if the result is not finite).
+    """
     if type(value) is np.ndarray and value.dtype.kind == "f" and value.ndim == 3 and value.shape[-1] == d_model:
-        if np.isfinite(value).all():  # the common case: one pass
+        if values_later or np.isfinite(value).all():  # the common case: at most one pass
             return value
     array = real_array(name, value)
     if array.ndim != 3:
@@ -166,19 +171,19 @@ def module_mask(value, scores_shape):
 
 
 def forward_args(self, x, mask):
-    """Arguments of :meth:`mhattn.MultiHeadAttention.forward`: one pass over ``x``, none over the weights.
+    """Arguments of :meth:`mhattn.MultiHeadAttention.forward`: shapes and dtypes, no pass over any value.
 
-    The weights' shapes and dtypes are checked here; their values are checked only if the
-    result is not finite (:class:`_AfterTheForward`), which is also how an overflow is told
-    from a NaN weight. So a chapter-size call costs little more than its body.
+    The values of ``x`` and of the weights are read only if the output is not finite
+    (:class:`_AfterTheForward`), to say which one was not finite or that the computation
+    overflowed. So a chapter-size call costs little more than its body.
     """
-    x = tokens("x", x, self.d_model)
+    x = tokens("x", x, self.d_model, values_later=True)
     dtype, result_dtype = compute_dtype(x)
     x = x.astype(dtype, copy=False)
     weight_shapes(self)
     mask = module_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
-    checked = _AfterTheForward(self, dtype, mask)
-    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype, checked, checked.rows_attended
+    after = _AfterTheForward(self, x, mask)
+    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype, NOTHING_AROUND, after.check
 
 
 def weight_shapes(self):
@@ -193,36 +198,37 @@ def weight_shapes(self):
                                 f"{np.asarray(value).dtype}")
 
 
-class _AfterTheForward:
-    """What a forward's door checks after the body: which weight is not finite, and scores that overflowed.
+NOTHING_AROUND = contextlib.nullcontext()  # a door's guard that does nothing (reusable)
 
-    As a context manager around the body and the door's own finiteness check: a non-finite
-    result from finite ``x`` means a non-finite weight (named here) or an overflow (the door's
-    message). :meth:`rows_attended` then catches the one overflow that leaves no NaN: every
-    allowed score of a row overflowing to ``-inf`` would look like a fully masked row (zeros).
+
+class _AfterTheForward:
+    """What a forward's door checks after the body: the output finite, and no row emptied by an overflow.
+
+    A non-finite output means a non-finite ``x`` or weight (named here) or an overflow (the
+    one message). A row of zeros where the mask allows a key is the overflow that leaves no
+    NaN: every allowed score of the row overflowed to ``-inf``, which would look like a fully
+    masked row.
     """
 
-    __slots__ = ("module", "dtype", "mask")
+    __slots__ = ("module", "x", "mask")
 
-    def __init__(self, module, dtype, mask):
-        self.module, self.dtype, self.mask = module, dtype, mask
+    def __init__(self, module, x, mask):
+        self.module, self.x, self.mask = module, x, mask
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        if kind is FloatingPointError:
-            module_weights(self.module, self.dtype)  # a ValueError naming the weight, if one is not finite
-        return False
-
-    def rows_attended(self, result):
+    def check(self, result):
         output, weights = result
-        empty = weights.sum(axis=-1) == 0  # (batch, heads, seq_q): a row that took nothing
-        if empty.any():
+        name = f"{type(self.module).__name__}.forward"
+        if not np.isfinite(output).all():
+            tokens("x", self.x, self.module.d_model)  # a ValueError naming x, if it is not finite
+            module_weights(self.module, self.x.dtype)  # or naming the weight
+            raise overflow_error(name, output.dtype)
+        sums = weights.sum(axis=-1)  # (batch, heads, seq_q): 1, or 0 for a row that took nothing
+        if sums.size and not sums.min() > 0:
+            empty = sums == 0
             allowed = np.ones(empty.shape, bool) if self.mask is None else np.broadcast_to(
                 self.mask, weights.shape).any(axis=-1)
             if (empty & allowed).any():
-                raise overflow_error(f"{type(self.module).__name__}.forward", self.dtype, "a score q.k/sqrt(d_k)")
+                raise overflow_error(name, output.dtype, "a score q.k/sqrt(d_k)")
         return result
 
 

@@ -96,7 +96,7 @@ class MultiHeadAttention:
         """
         return combine_heads(x)
 
-    @checked(forward_args, moved=FORWARD_MOVED)
+    @checked(forward_args, results_finite=False, moved=FORWARD_MOVED)  # the output: checked after (forward_args)
     def forward(self, x, mask=None):
         """Attend from every position of ``x`` to every position of ``x``.
 

@@ -56,7 +56,7 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
         super().__init__(d_model, num_heads, seed)  # the same weights as the plain module
         self.rope, self.rope_pairing, self.rope_base = True, rope, rope_base
 
-    @checked(rotary_forward_args)
+    @checked(rotary_forward_args, results_finite=False)  # the output: checked after (forward_args)
     def forward(self, x, mask=None, *, positions=None):
         """:meth:`mhattn.MultiHeadAttention.forward`, with the tokens of ``x`` at ``positions``.
 
