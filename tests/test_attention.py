@@ -7,6 +7,7 @@ from helpers import raises, random_qkv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mhattn
 from mhattn import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention, softmax
 
 # Every axis a different length, so a transposed or mixed-up axis cannot go unnoticed.
@@ -271,3 +272,31 @@ def test_longdouble_attention_is_accurate_to_longdouble_precision():
     assert output.dtype == weights.dtype == np.longdouble
     eps = np.finfo(np.longdouble).eps
     assert np.abs(output - expected).max() <= 32 * eps * np.abs(V).max()  # ~d_k + seq_k roundings
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.scaled_dot_product_attention,
+        dict(Q=np.random.default_rng(0).standard_normal((3, 4)), K=np.random.default_rng(0).standard_normal((5, 4)),
+             V=np.random.default_rng(0).standard_normal((5, 4))),
+        K=[np.random.default_rng(0).standard_normal((5, 3))],
+        V=[np.random.default_rng(0).standard_normal((4, 4))],
+        mask=[np.full((3, 5), 1.0), np.ones((5, 3), bool)]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

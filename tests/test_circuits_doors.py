@@ -2,7 +2,7 @@
 
 The circuits' measures are plain functions in their modules (:mod:`mhattn.learn.attention_patterns`,
 ``weight_circuits``, ``in_context``, ``experiments``); the package shows each behind a door,
-``door(plain, check)``, built here the same way (``DOORS``). Every refusal names the argument;
+``door(plain, check)``, and these tests call the doors (``DOORS``). Every refusal names the argument;
 every number that is returned is compared with its definition, computed here with NumPy from the
 model's weights.
 """
@@ -14,44 +14,20 @@ import numpy as np
 import pytest
 from helpers import raises
 
-from mhattn.checks import circuits_experiments, circuits_in_context, circuits_patterns, circuits_weights
-from mhattn.checks.door import door
-from mhattn.learn import attention_patterns, experiments, head_probes, in_context, several_heads, weight_circuits
-from mhattn.learn.losses import cross_entropy
+import mhattn
+import mhattn.learn
+from mhattn.learn import attention_patterns, experiments, in_context, several_heads, weight_circuits
 from mhattn.learn.model import InductionModel
 
-#: every measure as the package shows it: ``name = door(module.name, check)``, as in ``mhattn/learn/__init__.py``
-DOORS = {
-    "previous_token_score": door(attention_patterns.previous_token_score, circuits_patterns.previous_token_args),
-    "segments": door(attention_patterns.segments, circuits_patterns.segments_args),
-    "prefix_matching_score": door(attention_patterns.prefix_matching_score, circuits_patterns.prefix_matching_args),
-    "repeated_random_tokens": door(attention_patterns.repeated_random_tokens, circuits_patterns.repeated_tokens_args),
-    "offset_repeats": door(attention_patterns.offset_repeats, circuits_patterns.offset_repeats_args),
-    "previous_token_profile": door(attention_patterns.previous_token_profile,
-                                   circuits_patterns.previous_token_profile_args, results_finite=False),
-    "prefix_matching_by_offset": door(attention_patterns.prefix_matching_by_offset,
-                                      circuits_patterns.prefix_matching_by_offset_args),
-    "head_weights": door(weight_circuits.head_weights, circuits_weights.head_args),
-    "ov_circuit": door(weight_circuits.ov_circuit, circuits_weights.head_args),
-    "qk_circuit": door(weight_circuits.qk_circuit, circuits_weights.qk_args),
-    "copying_score": door(weight_circuits.copying_score, circuits_weights.copying_args),
-    "composition_score": door(weight_circuits.composition_score, circuits_weights.composition_args),
-    "composition_scores": door(weight_circuits.composition_scores, circuits_weights.composition_scores_args),
-    "k_composition_scores": door(weight_circuits.k_composition_scores, circuits_weights.k_composition_args),
-    "composition_baseline": door(weight_circuits.composition_baseline, circuits_weights.composition_baseline_args),
-    "token_losses": door(in_context.token_losses, circuits_in_context.token_loss_args),
-    "in_context_learning_score": door(in_context.in_context_learning_score, circuits_in_context.icl_args),
-    "icl_tokens": door(in_context.icl_tokens, circuits_in_context.icl_tokens_args),
-    "mid_context_token": door(in_context.mid_context_token, circuits_in_context.icl_tokens_args),
-    "induction_loss": door(in_context.induction_loss, circuits_in_context.induction_loss_args),
-    "loss_report": door(in_context.loss_report, circuits_in_context.loss_report_args),
-    "forward_without_key_path": door(experiments.forward_without_key_path, circuits_experiments.key_path_args),
-    "offset_accuracy": door(experiments.offset_accuracy, circuits_experiments.offset_accuracy_args,
-                            results_finite=False),
-    "gap_accuracy": door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args),
-    "measure": door(experiments.measure, circuits_experiments.measure_args),
-    "claims": door(experiments.claims, circuits_experiments.claims_args),
-}
+#: every measure as the package shows it: ``name = door(module.name, check)`` in ``mhattn/learn/__init__.py``
+DOORS = {name: getattr(mhattn.learn, name) for name in [
+    "previous_token_score", "segments", "prefix_matching_score", "repeated_random_tokens", "offset_repeats",
+    "previous_token_profile", "prefix_matching_by_offset", "head_weights", "ov_circuit", "qk_circuit",
+    "copying_score", "composition_score", "composition_scores", "k_composition_scores",
+    "composition_baseline", "token_losses", "in_context_learning_score", "icl_tokens", "mid_context_token",
+    "induction_loss", "loss_report", "forward_without_key_path", "offset_accuracy", "gap_accuracy", "measure",
+    "claims",
+]}
 learn = SimpleNamespace(**DOORS)
 MODULES = (attention_patterns, weight_circuits, in_context, experiments)
 
@@ -212,10 +188,10 @@ def test_measure_works_for_an_odd_max_len_and_a_dead_head():
 def test_cross_entropy_refuses_a_negative_target():
     logits = np.array([[0.0, 1.0, 2.0]])
     with pytest.raises(ValueError, match="targets"):
-        cross_entropy(logits, np.array([-1]))  # would be class vocab - 1
+        mhattn.learn.cross_entropy(logits, np.array([-1]))  # would be class vocab - 1
     with pytest.raises(ValueError, match="targets"):
-        cross_entropy(logits, np.array([3]))  # one past the last class
-    loss, _ = cross_entropy(logits, np.array([2]))
+        mhattn.learn.cross_entropy(logits, np.array([3]))  # one past the last class
+    loss, _ = mhattn.learn.cross_entropy(logits, np.array([2]))
     assert loss == pytest.approx(-np.log(np.exp(2) / np.exp([0, 1, 2]).sum()), rel=1e-14)
 
 
@@ -225,14 +201,14 @@ def slots():
 
 
 @pytest.mark.parametrize(("call", "name"), [
-    (lambda m, t, y: several_heads.loss_and_grads(m, t, y - 1), "targets"),
-    (lambda m, t, y: several_heads.loss_and_grads(m, t, y + 0.5), "targets"),
-    (lambda m, t, y: head_probes.slot_accuracy(m, t, y + 6), "targets"),
-    (lambda m, t, y: head_probes.offset_profile(m(t)[1].tolist(), 1.5), "max_offset"),
-    (lambda m, t, y: head_probes.offset_profile(m(t)[1][0], 1), "weights"),
-    (lambda m, t, y: head_probes.without_heads(m, 1), "heads"),
-    (lambda m, t, y: head_probes.without_heads(m, [2]), "heads"),
-    (lambda m, t, y: head_probes.logits_with_weights(m, t, np.full(m(t)[1].shape, np.nan)), "weights"),
+    (lambda m, t, y: mhattn.learn.slot_loss_and_grads(m, t, y - 1), "targets"),
+    (lambda m, t, y: mhattn.learn.slot_loss_and_grads(m, t, y + 0.5), "targets"),
+    (lambda m, t, y: mhattn.learn.slot_accuracy(m, t, y + 6), "targets"),
+    (lambda m, t, y: mhattn.learn.offset_profile(m(t)[1].tolist(), 1.5), "max_offset"),
+    (lambda m, t, y: mhattn.learn.offset_profile(m(t)[1][0], 1), "weights"),
+    (lambda m, t, y: mhattn.learn.without_heads(m, 1), "heads"),
+    (lambda m, t, y: mhattn.learn.without_heads(m, [2]), "heads"),
+    (lambda m, t, y: mhattn.learn.logits_with_weights(m, t, np.full(m(t)[1].shape, np.nan)), "weights"),
     (lambda m, t, y: m(t.astype(float)), "tokens"),
 ])
 def test_several_heads_names_the_argument(slots, call, name):
@@ -246,7 +222,7 @@ def test_offset_profile_of_a_list_is_its_definition(slots):
     weights = slots(np.arange(10).reshape(2, 5) % 6)[1]
     expected = [[np.mean([weights[b, h, t, t - k] for b in range(2) for t in range(1, 5)]) for k in range(2)]
                 for h in range(2)]
-    np.testing.assert_allclose(head_probes.offset_profile(weights.tolist(), 1), expected, rtol=1e-13)
+    np.testing.assert_allclose(mhattn.learn.offset_profile(weights.tolist(), 1), expected, rtol=1e-13)
 
 
 # --- where the repeat sits, composition against chance, the losses ------------------------------
@@ -309,3 +285,139 @@ def test_mid_context_token_is_half_the_context(max_len, expected):
 def test_mid_context_token_needs_a_context_of_three(max_len):
     with pytest.raises((TypeError, ValueError), match="max_len must be"):
         learn.mid_context_token(max_len)
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.learn.previous_token_score,
+        dict(weights=np.full((1, 2, 3, 3), 0.3333333333333333)),
+        weights=[np.full((1, 1, 2, 3, 3), 0.3333333333333333), np.full((1, 2, 3, 2), 0.3333333333333333)],
+        queries=[np.full((1, 3), 1.0), np.ones((1, 2), bool), np.zeros((1, 3), bool)]),
+    *_refusals(
+        mhattn.learn.segments,
+        dict(n=np.full((1,), 2), seq_len=6),
+        n=[np.full((1,), -999998), np.full((1, 1), 2)],
+        seq_len=[0]),
+    *_refusals(
+        mhattn.learn.prefix_matching_score,
+        dict(weights=np.full((1, 2, 3, 3), 0.3333333333333333), tokens=np.array([[0, 1, 0]])),
+        weights=[np.full((1, 1, 2, 3, 3), 0.3333333333333333)],
+        tokens=[np.array([[[0, 1, 0]]])]),
+    *_refusals(
+        mhattn.learn.repeated_random_tokens,
+        dict(rng=np.random.default_rng(0), batch_size=2, half_len=3, vocab=6),
+        rng=[np.random.RandomState(0)],
+        half_len=[7]),
+    *_refusals(
+        mhattn.learn.qk_circuit,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), layer=1, head=0),
+        key_through=[(0, 5)]),
+    *_refusals(
+        mhattn.learn.copying_score,
+        dict(ov=np.random.default_rng(0).standard_normal((3, 3))),
+        ov=[np.random.default_rng(0).standard_normal((1, 3, 3)), np.full((2, 3), 1.0), np.full((3, 3), 0.0)]),
+    *_refusals(
+        mhattn.learn.composition_score,
+        dict(left=np.random.default_rng(0).standard_normal((3, 3)),
+             right=np.random.default_rng(0).standard_normal((3, 3))),
+        left=[np.random.default_rng(0).standard_normal((1, 3, 3)), np.full((3, 3), 0.0), np.full((3, 2), 1.0)],
+        right=[np.random.default_rng(0).standard_normal((1, 3, 3)), np.full((3, 3), 0.0)]),
+    *_refusals(
+        mhattn.learn.k_composition_scores,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)),
+        layer0=[1],
+        layer1=[2]),
+    *_refusals(
+        mhattn.learn.token_losses,
+        dict(logits=np.full((1, 3, 4), 0.0), tokens=np.array([[0, 1, 2]])),
+        logits=[np.full((1, 1, 3, 4), 0.0)],
+        tokens=[np.array([[-1000000, -999999, -999998]]), np.array([[1000000, 1000001, 1000002]]),
+                np.array([[[0, 1, 2]]])]),
+    *_refusals(
+        mhattn.learn.in_context_learning_score,
+        dict(logits=np.full((1, 4, 4), 0.0), tokens=np.array([[0, 1, 2, 3]]), early=1, late=3),
+        logits=[np.full((1, 1, 4, 4), 0.0)],
+        tokens=[np.array([[-1000000, -999999, -999998, -999997]]), np.array([[1000000, 1000001, 1000002, 1000003]]),
+                np.array([[[0, 1, 2, 3]]])],
+        early=[4],
+        late=[4, 2.0]),
+    *_refusals(
+        mhattn.learn.icl_tokens,
+        dict(max_len=32),
+        max_len=[1, 2]),
+    *_refusals(
+        mhattn.learn.mid_context_token,
+        dict(max_len=32),
+        max_len=[1, 2]),
+    *_refusals(
+        mhattn.learn.induction_loss,
+        dict(logits=np.full((1, 4, 4), 0.0), tokens=np.array([[0, 1, 0, 1]])),
+        logits=[np.full((1, 1, 4, 4), 0.0)],
+        tokens=[np.array([[-1000000, -999999, -1000000, -999999]]), np.array([[1000000, 1000001, 1000000, 1000001]]),
+                np.array([[[0, 1, 0, 1]]]), np.array([[0, 1, 0]])]),
+    *_refusals(
+        mhattn.learn.offset_accuracy,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), lengths=[3, 4],
+             per_cell=16),
+        lengths=[[], [0], [5], 4],
+        gap=[5]),
+    *_refusals(
+        mhattn.learn.gap_accuracy,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), gaps=[0, 2],
+             lengths=[2, 3], num_sequences=4),
+        gaps=[[7]],
+        lengths=[[], [0], 'ab']),
+    *_refusals(
+        mhattn.learn.previous_token_profile,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), num_sequences=4),
+        layer=[2]),
+    *_refusals(
+        mhattn.learn.offset_repeats,
+        dict(rng=np.random.default_rng(0), batch_size=2, offset=1, half_len=2, vocab=6),
+        rng=[np.random.RandomState(0)],
+        offset=[5],
+        half_len=[6],
+        vocab=[2]),
+    *_refusals(
+        mhattn.learn.prefix_matching_by_offset,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), half_len=2,
+             num_sequences=2),
+        layer=[2],
+        half_len=[1, 5]),
+    *_refusals(
+        mhattn.learn.composition_scores,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), kind='K'),
+        layer0=[1],
+        layer1=[2]),
+    *_refusals(
+        mhattn.learn.forward_without_key_path,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0),
+             tokens=np.array([[0, 1, 2, 3, 4, 5, 0, 1]]), heads=[0]),
+        model=[mhattn.learn.InductionModel(1, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)],
+        tokens=[np.array([[-1000000, -999999, -999998, -999997, -999996, -999995, -1000000, -999999]]),
+                np.array([[1000000, 1000001, 1000002, 1000003, 1000004, 1000005, 1000000, 1000001]]),
+                np.array([[[0, 1, 2, 3, 4, 5, 0, 1]]]), np.array([0, 1, 2, 3, 4, 5, 0, 1])],
+        heads=[0, [2]]),
+    *_refusals(
+        mhattn.learn.loss_report,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), num_sequences=4),
+        model=[mhattn.learn.InductionModel(2, vocab=6, max_len=7, d_model=8, num_heads=2, seed=0),
+               mhattn.learn.InductionModel(2, vocab=6, max_len=16, d_model=8, num_heads=2, seed=0)]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

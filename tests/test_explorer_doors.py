@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+import mhattn
 import mhattn.explorer
 from mhattn.explorer import State, compute_frame, frame
 from mhattn.explorer.background import LatestWins
@@ -108,7 +109,7 @@ def test_the_surface_imports_without_the_widget_and_builds_a_checked_explorer_on
             "print(sorted(m for m in ('matplotlib', 'ipywidgets') if m in sys.modules)); "
             "print(e.explorer.__door__.__name__, e.explorer.__wrapped__.__module__)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.split("\n")[:2] == ["[]", "explorer_args mhattn.explorer.controls"]
+    assert result.stdout.split("\n")[:2] == ["[]", "explorer_args mhattn.explorer.launch"]
 
 
 def test_latest_wins_checks_its_work_and_its_timeout():
@@ -118,4 +119,38 @@ def test_latest_wins_checks_its_work_and_its_timeout():
         LatestWins(print, background="yes")
     with pytest.raises(ValueError, match="timeout must be None or a number of seconds >= 0; got -1.0"):
         LatestWins(print).wait(-1.0)
+    for bad in (True, "1", float("nan")):
+        with pytest.raises((TypeError, ValueError), match="timeout"):
+            LatestWins(print).wait(bad)
     assert LatestWins(print).wait(0.0) is True
+
+
+@pytest.mark.parametrize("tokens", ["a", "a 1"])  # one letter is no sequence; a digit is no letter
+def test_the_trained_frame_refuses_tokens_it_cannot_read_and_names_them(tokens):
+    with pytest.raises(ValueError, match="tokens"):
+        compute_frame(State(trained=True, tokens=tokens))
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.explorer.compute_frame,
+        dict(state=mhattn.explorer.State()),
+        model=[object()]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

@@ -14,6 +14,7 @@ from helpers import attention_tolerances, raises, random_qkv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mhattn
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention
 from mhattn.engine import blockwise_attention, flash_attention
 from mhattn.engine.flash import attention_in_tiles
@@ -393,3 +394,29 @@ def test_longdouble_is_computed_to_longdouble_accuracy():
     assert np.abs(lse - expected).max() <= eps * (2 * 3 * S + 9 + 4 + np.abs(expected).max())
     expected_output = (weights / weights.sum(axis=-1, keepdims=True)) @ V
     assert np.abs(output - expected_output).max() <= attention_tolerances(Q, K, V, float64_scale=False)[0]
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.flash_attention,
+        dict(Q=np.random.default_rng(0).standard_normal((3, 4)), K=np.random.default_rng(0).standard_normal((5, 4)),
+             V=np.random.default_rng(0).standard_normal((5, 4))),
+        mask=[np.full((3, 5), 1.0)]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

@@ -1,17 +1,19 @@
 """Decoding with one KV cache per layer writes exactly what recomputing the whole prefix writes."""
 
+import importlib
 import re
 
 import numpy as np
 import pytest
 
-from mhattn.checks import door
-from mhattn.checks.training import generate_args
-from mhattn.learn import generate as generation
+import mhattn
+import mhattn.learn
 from mhattn.learn.generate import generate
 from mhattn.learn.letters import decode_tokens, encode_letters
 from mhattn.learn.model import InductionModel
 from mhattn.learn.shipped import load_trained
+
+generation = importlib.import_module("mhattn.learn.generate")  # the module (mhattn.learn.generate is its door)
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +57,7 @@ def test_generation_fills_the_context_and_no_further(model):
     prompt = encode_letters("a b c d")
     assert len(generate(model, prompt, 29)) == 29  # the last token is predicted at position 31
     with pytest.raises(ValueError, match=r"num_tokens must be in \[0, max_len \+ 1 - prompt_len = 29\]; got 30"):
-        door(generate, generate_args)(model, prompt, 30)
+        mhattn.learn.generate(model, prompt, 30)
 
 
 @pytest.mark.parametrize(
@@ -72,12 +74,12 @@ def test_generation_fills_the_context_and_no_further(model):
 )
 def test_generate_rejects_bad_arguments(model, kwargs, error, message):
     with pytest.raises(error, match=message):
-        door(generate, generate_args)(model, [1, 2], 3, **kwargs)
+        mhattn.learn.generate(model, [1, 2], 3, **kwargs)
 
 
 def test_generate_rejects_a_batch_of_prompts(model):
     with pytest.raises(ValueError, match="prompt must be one sequence"):
-        door(generate, generate_args)(model, [[1, 2], [3, 4]], 3)
+        mhattn.learn.generate(model, [[1, 2], [3, 4]], 3)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +93,7 @@ def test_generate_rejects_a_batch_of_prompts(model):
 )
 def test_generate_names_the_model_and_the_prompt(model, model_or_none, prompt, error, message):
     with pytest.raises(error, match=re.escape(message)):
-        door(generate, generate_args)(model if model_or_none == "model" else model_or_none, prompt, 3)
+        mhattn.learn.generate(model if model_or_none == "model" else model_or_none, prompt, 3)
 
 
 @pytest.mark.parametrize("temperature", [5e-324, 1e-310, 1e-300])
@@ -99,7 +101,7 @@ def test_a_subnormal_temperature_is_the_greedy_limit(model, temperature):
     """logits / 5e-324 overflowed to inf and inf - inf = NaN sampled token 0; the limit is the argmax."""
     prompt = encode_letters("q w e r q w")
     greedy = generate(model, prompt, 6).tolist()
-    assert door(generate, generate_args)(model, prompt, 6, temperature=temperature, seed=1).tolist() == greedy
+    assert mhattn.learn.generate(model, prompt, 6, temperature=temperature, seed=1).tolist() == greedy
 
 
 def test_at_a_vanishing_temperature_tied_best_tokens_share_the_draws():
@@ -109,3 +111,32 @@ def test_at_a_vanishing_temperature_tied_best_tokens_share_the_draws():
     draws = [generation._choose(logits, 5e-324, rng) for _ in range(400)]
     assert set(draws) == {1, 3}
     assert abs(draws.count(1) - 200) < 6 * 10  # binomial(400, 1/2): standard deviation 10
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.learn.generate,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0), prompt=[1, 2],
+             num_tokens=3),
+        prompt=[np.full((2,), np.str_('a')), np.random.default_rng(0).standard_normal((2,)),
+                np.ma.masked_array(np.array([1, 2])), np.array([-999999, -999998]), np.array([1000001, 1000002]),
+                np.array([[1, 2]])],
+        num_tokens=[8, '3']),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

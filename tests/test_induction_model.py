@@ -9,6 +9,7 @@ marked ``retrains``.
 import numpy as np
 import pytest
 
+import mhattn.learn
 from mhattn.learn.circuits import (
     composition_baseline,
     composition_scores,
@@ -25,7 +26,7 @@ from mhattn.learn.circuits import (
     segments,
 )
 from mhattn.learn.shipped import load_shortcut, load_trained
-from mhattn.learn.task import accuracy, determined_positions, induction_batch, layout, repeated_positions
+from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 from mhattn.learn.train import EVAL_EVERY, train
 
 RETRAIN_SEED = 11  #: used by no other test or checkpoint
@@ -139,9 +140,9 @@ def test_determined_positions_equal_a_loop_over_earlier_occurrences():
 
 def test_layout_rejects_a_repeat_that_does_not_fit():
     with pytest.raises(ValueError, match="offset \\+ 2n \\+ gap <= seq_len = 32"):
-        layout(np.random.default_rng(0), np.array([10]), np.array([10]), np.array([3]))
+        mhattn.learn.layout(np.random.default_rng(0), np.array([10]), np.array([10]), np.array([3]))
     with pytest.raises(ValueError, match="n, offset and gap must have one shape"):
-        layout(np.random.default_rng(0), np.array([4, 4]), np.array([0]), np.array([0]))
+        mhattn.learn.layout(np.random.default_rng(0), np.array([4, 4]), np.array([0]), np.array([0]))
 
 
 # --- the targets, for the shipped model and a retrain --------------------------------------------

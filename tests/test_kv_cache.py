@@ -514,3 +514,39 @@ def test_rope_cache_holds_each_key_rotated_once_at_its_absolute_position():
     W_k = mha.W_qkv[:, 24 : 24 + 2 * mha.d_k]
     raw = (x @ W_k).reshape(2, 10, 2, mha.d_k).transpose(0, 2, 1, 3)  # (batch, kv_heads, seq, d_k), not rotated
     np.testing.assert_allclose(cache.keys, complex_rope(raw, np.arange(10)), rtol=0, atol=1e-13 * np.abs(raw).max())
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _filled_cache():
+    cache = mhattn.KVCache()
+    cache.extend(np.ones((1, 1, 2, 2)), np.ones((1, 1, 2, 2)))
+    return cache
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        (lambda **kw: _filled_cache().extend(**kw)),
+        dict(K_new=np.full((1, 1, 1, 2), 1.0), V_new=np.full((1, 1, 1, 2), 1.0)),
+        K_new=[np.full((1, 1, 1, 3), 1.0), np.full((1, 1, 2), 1.0)],
+        V_new=[np.full((1, 1, 2, 2), 1.0), np.full((1, 1, 1, 2), 1)]),
+    *_refusals(
+        (lambda **kw: _filled_cache().truncate(**kw)),
+        dict(length=1),
+        length=[-1, 3]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

@@ -12,17 +12,17 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from mhattn import MultiHeadAttention, causal_mask, checks, softmax
-from mhattn.checks import door
-from mhattn.learn import model as model_module
+import mhattn
+import mhattn.learn
+from mhattn import MultiHeadAttention, causal_mask, softmax
 from mhattn.learn.letters import decode_tokens, encode_letters
 from mhattn.learn.model import InductionModel
 from mhattn.learn.shipped import load_trained
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 
 # the doors of the module's functions, as mhattn.learn shows them
-checked_load_trained = door(model_module.load_trained, checks.load_trained_args, results_finite=False)
-checked_encode_letters = door(model_module.encode_letters, checks.encode_letters_args, results_finite=False)
+checked_load_trained = mhattn.learn.load_trained
+checked_encode_letters = mhattn.learn.encode_letters
 
 
 @pytest.fixture(scope="module")
@@ -469,3 +469,49 @@ def test_initial_weights_have_the_documented_spread():
     assert model.pos.std() == pytest.approx(EMBED_SCALE, rel=0.05)
     assert model.unembed.std() == pytest.approx(1 / np.sqrt(256), rel=0.05)
     assert abs(model.unembed.mean()) < 5 * (1 / np.sqrt(256)) / np.sqrt(model.unembed.size)
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _tiny_model():
+    return mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.learn.InductionModel,
+        dict(num_layers=1, vocab=6, max_len=8, d_model=8, num_heads=2),
+        num_heads=[3]),
+    *_refusals(
+        (lambda **kw: _tiny_model().forward(**kw)),
+        dict(tokens=np.array([[0, 1, 2, 3, 4, 5, 0, 1]])),
+        tokens=[np.array([[-1000000, -999999, -999998, -999997, -999996, -999995, -1000000, -999999]]),
+                np.array([[1000000, 1000001, 1000002, 1000003, 1000004, 1000005, 1000000, 1000001]]),
+                np.array([[[0, 1, 2, 3, 4, 5, 0, 1]]]), np.full((1, 9), 0), [[0, 1], [0]]],
+        ablate=[[(0, 2)], [(2, 0)]]),
+    *_refusals(
+        (lambda **kw: _tiny_model().predict(**kw)),
+        dict(tokens=np.array([[0, 1, 2, 3, 4, 5, 0, 1]])),
+        tokens=[np.array([[-1000000, -999999, -999998, -999997, -999996, -999995, -1000000, -999999]]),
+                np.array([[1000000, 1000001, 1000002, 1000003, 1000004, 1000005, 1000000, 1000001]]),
+                np.array([[[0, 1, 2, 3, 4, 5, 0, 1]]])]),
+    *_refusals(
+        (lambda **kw: _tiny_model().ablated_layers(**kw)),
+        dict(ablate=[(0, 0)]),
+        ablate=[[(0, 2)], [(2, 0)]]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

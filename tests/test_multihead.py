@@ -607,3 +607,70 @@ def test_rotary_attributes_changed_after_construction_are_checked_when_used(sett
         setattr(mha, name, value)
     with raises(ValueError, "this module's RoPE attributes"):
         mha(np.zeros((1, 3, 8)))
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _ones_but_one(shape, index, value):
+    """Ones of ``shape``, with ``value`` at flat position ``index``."""
+    array = np.ones(shape)
+    array.flat[index] = value
+    return array
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.GroupedQueryAttention,
+        dict(d_model=4, num_heads=2),
+        num_heads=[3],
+        num_kv_heads=[3]),
+    *_refusals(
+        (lambda **kw: mhattn.GroupedQueryAttention(4, 2).forward(**kw)),
+        dict(x=np.random.default_rng(0).standard_normal((2, 3, 4))),
+        x=[np.random.default_rng(0).standard_normal((1, 2, 3, 4)),
+           np.random.default_rng(0).standard_normal((2, 3, 3))],
+        mask=[np.full((3, 3), 1.0), np.ones((2, 2), bool)],
+        context=[np.full((2, 3, 4), np.str_('a')), _ones_but_one((2, 3, 4), 0, np.nan),
+                 _ones_but_one((2, 3, 4), 23, np.inf),
+                 np.ma.masked_array(np.random.default_rng(0).standard_normal((2, 3, 4))),
+                 np.random.default_rng(0).standard_normal((1, 2, 3, 4))]),
+    *_refusals(
+        (lambda **kw: mhattn.GroupedQueryAttention(4, 2).vjp(**kw)),
+        dict(x=np.random.default_rng(0).standard_normal((2, 3, 4))),
+        x=[np.random.default_rng(0).standard_normal((1, 2, 3, 4))],
+        mask=[np.full((3, 3), 1.0)]),
+    *_refusals(
+        mhattn.GroupedQueryAttention.from_weights,
+        dict(W_q=np.random.default_rng(0).standard_normal((4, 4)), W_k=np.random.default_rng(0).standard_normal((4, 4)),
+             W_v=np.random.default_rng(0).standard_normal((4, 4)), W_o=np.random.default_rng(0).standard_normal((4, 4)),
+             num_heads=2, layout='torch'),
+        W_q=[np.random.default_rng(0).standard_normal((1, 4, 4)), np.random.default_rng(0).standard_normal((4, 3))],
+        W_k=[np.random.default_rng(0).standard_normal((1, 4, 4)), np.random.default_rng(0).standard_normal((4, 2))],
+        W_v=[np.random.default_rng(0).standard_normal((2, 4))],
+        W_o=[np.random.default_rng(0).standard_normal((1, 4, 4)), np.random.default_rng(0).standard_normal((3, 4))],
+        num_heads=[3],
+        num_kv_heads=[3]),
+    *_refusals(
+        (lambda **kw: mhattn.MultiHeadAttention(4, 2).split_heads(**kw)),
+        dict(x=np.random.default_rng(0).standard_normal((2, 3, 4))),
+        x=[np.random.default_rng(0).standard_normal((3, 4))]),
+    *_refusals(
+        (lambda **kw: mhattn.MultiHeadAttention(4, 2).combine_heads(**kw)),
+        dict(x=np.random.default_rng(0).standard_normal((1, 2, 3, 2))),
+        x=[np.random.default_rng(0).standard_normal((2, 3, 4))]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

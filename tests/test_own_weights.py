@@ -266,6 +266,17 @@ def test_from_torch_refuses_what_this_module_cannot_hold(options, message):
         GroupedQueryAttention.from_torch(torch.nn.Linear(4, 4))
 
 
+def test_from_torch_refuses_no_module_and_a_module_with_a_nan_weight():
+    require_torch()
+    with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention"):
+        GroupedQueryAttention.from_torch(None)
+    module = torch.nn.MultiheadAttention(D_MODEL, HEADS, bias=False)
+    with torch.no_grad():
+        module.in_proj_weight[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="module"):
+        GroupedQueryAttention.from_torch(module)
+
+
 def test_to_torch_refuses_rope_and_grouped_queries():
     require_torch()
     for mha in (GroupedQueryAttention(D_MODEL, HEADS, rope=True),

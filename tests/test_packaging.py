@@ -183,7 +183,7 @@ import re, sys
 from pathlib import Path
 import numpy as np
 import mhattn
-from mhattn import MultiHeadAttention, causal_mask
+from mhattn import MultiHeadAttention, causal_mask, multihead_vjp
 from mhattn.learn.shipped import load_trained
 
 expected_version, readme = sys.argv[1], Path(sys.argv[2]).read_text(encoding="utf-8")
@@ -218,7 +218,7 @@ assert np.allclose(output, heads @ mha.W_o, rtol=0, atol=tol * max(1.0, float(np
 
 # The backward pass against a central finite difference of sum(output * d_output).
 d_output = np.random.default_rng(1).standard_normal(output.shape)
-_, _, backward = mha.vjp(x, causal_mask(seq_len))
+_, _, backward = multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads, causal_mask(seq_len))
 grads = backward(d_output)
 direction = np.random.default_rng(2).standard_normal(x.shape)
 step = 1e-5  # central difference: truncation ~ step**2 * (third derivative), rounding ~ eps * |loss| / step

@@ -8,18 +8,17 @@ import os
 import numpy as np
 import pytest
 
-from mhattn.checks import door
-from mhattn.checks import training_heads as checks
+import mhattn
+import mhattn.learn
 from mhattn.core.masks import causal_mask
 from mhattn.learn import head_probes as hp
 from mhattn.learn import several_heads as sh
 
-#: the free functions behind the doors the package shows them through
-doors = {name: door(getattr(sh, name), getattr(checks, check)) for name, check in [
-    ("slot_accuracy", "slot_batch_args"), ("loss_and_grads", "slot_batch_args"),
-    ("logits_with_weights", "logits_with_weights_args"), ("offset_profile", "offset_profile_args"),
-    ("two_slot_batch", "two_slot_batch_args"), ("train", "heads_train_args"), ("without_heads", "without_heads_args"),
-    ("experiment", "experiment_args")]}
+#: the doors the package shows the free functions through (mhattn.learn), by the functions' names
+doors = {"slot_accuracy": mhattn.learn.slot_accuracy, "loss_and_grads": mhattn.learn.slot_loss_and_grads,
+         "logits_with_weights": mhattn.learn.logits_with_weights, "offset_profile": mhattn.learn.offset_profile,
+         "two_slot_batch": mhattn.learn.two_slot_batch, "train": mhattn.learn.train_heads,
+         "without_heads": mhattn.learn.without_heads, "experiment": mhattn.learn.experiment}
 
 
 def test_several_heads_targets_are_the_tokens_one_and_two_back_by_a_plain_loop():
@@ -354,3 +353,82 @@ def test_several_heads_one_head_trained_ten_times_longer_can_get_both_by_token_d
     assert hits[:, :, sh.FIRST_SCORED :].mean(axis=(1, 2)).min() <= 0.7, "a fixed row should lose a slot"
     missed = hp.slot_accuracy(sh.train(1, seed=1, steps=steps), *hp.evaluation_batch(1))
     assert missed[1] <= 0.5 <= missed[0], f"seed 1 should still miss the token two back: {missed}"
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.learn.two_slot_batch,
+        dict(rng=np.random.default_rng(0), batch_size=2),
+        seq_len=[0]),
+    *_refusals(
+        mhattn.learn.TwoSlotModel,
+        dict(num_heads=2, vocab=6, seq_len=5, d_model=8),
+        num_heads=[3],
+        seq_len=[0, 2]),
+    *_refusals(
+        (lambda **kw: mhattn.learn.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8).forward(**kw)),
+        dict(tokens=np.full((3, 5), 0)),
+        tokens=[np.full((3, 5), -1000000), np.full((3, 5), 1000000), np.full((1, 3, 5), 0), np.full((3, 4), 0),
+                [[0, 1], [0]]]),
+    *_refusals(
+        mhattn.learn.slot_loss_and_grads,
+        dict(model=mhattn.learn.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8), tokens=np.full((3, 5), 0),
+             targets=np.full((2, 3, 5), 0)),
+        tokens=[np.full((3, 5), -1000000), np.full((3, 5), 1000000), np.full((1, 3, 5), 0)],
+        targets=[np.full((2, 3, 5), -1000000), np.full((2, 3, 5), 1000000), np.full((1, 2, 3, 5), 0)]),
+    *_refusals(
+        mhattn.learn.slot_accuracy,
+        dict(model=mhattn.learn.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8), tokens=np.full((3, 5), 0),
+             targets=np.full((2, 3, 5), 0)),
+        tokens=[np.full((3, 5), -1000000), np.full((3, 5), 1000000), np.full((1, 3, 5), 0)],
+        targets=[np.full((2, 3, 5), -1000000), np.full((2, 3, 5), 1000000), np.full((1, 2, 3, 5), 0)]),
+    *_refusals(
+        mhattn.learn.train_heads,
+        dict(num_heads=2, steps=1, batch_size=2),
+        num_heads=[3]),
+    *_refusals(
+        mhattn.learn.evaluation_batch,
+        dict(seed=0, num_sequences=2),
+        seq_len=[0]),
+    *_refusals(
+        mhattn.learn.offset_profile,
+        dict(weights=np.full((1, 2, 3, 3), 0.3333333333333333), max_offset=1),
+        weights=[np.full((1, 1, 2, 3, 3), 0.3333333333333333)],
+        max_offset=[3]),
+    *_refusals(
+        mhattn.learn.mean_weights,
+        dict(model=mhattn.learn.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8), tokens=np.full((3, 5), 0)),
+        tokens=[np.full((3, 5), -1000000), np.full((3, 5), 1000000), np.full((1, 3, 5), 0)]),
+    *_refusals(
+        mhattn.learn.experiment,
+        dict(head_counts=(1,), seeds=(0,), num_sequences=2, steps=1, batch_size=2),
+        head_counts=[(), (0,), (1.5,), 3],
+        seeds=[(), (-1,), (True,)]),
+    *_refusals(
+        mhattn.learn.logits_with_weights,
+        dict(model=mhattn.learn.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8), tokens=np.full((3, 5), 0),
+             weights=np.full((3, 2, 5, 5), 0.2)),
+        tokens=[np.full((3, 5), -1000000), np.full((3, 5), 1000000), np.full((1, 3, 5), 0)],
+        weights=[np.full((1, 3, 2, 5, 5), 0.2)]),
+    *_refusals(
+        mhattn.learn.without_heads,
+        dict(model=mhattn.learn.TwoSlotModel(2, vocab=6, seq_len=5, d_model=8), heads=[0]),
+        heads=[[2]]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

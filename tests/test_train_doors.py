@@ -5,15 +5,15 @@ then a logsumexp per position, in Python); the random streams with the ones the
 docstring names.
 """
 
+import importlib
 import math
 import re
 
 import numpy as np
 import pytest
 
-import mhattn.learn.train as trainer
-from mhattn.checks import door
-from mhattn.checks.training import loss_and_grads_args, schedule_args, train_args
+import mhattn
+import mhattn.learn
 from mhattn.learn import cli
 from mhattn.learn.cli import main
 from mhattn.learn.model import InductionModel
@@ -21,9 +21,10 @@ from mhattn.learn.optim import Adam
 from mhattn.learn.task import induction_batch
 from mhattn.learn.train import loss_and_grads
 
-train = door(trainer.train, train_args)
-checked_loss_and_grads = door(loss_and_grads, loss_and_grads_args)
-learning_rate_at = door(trainer.learning_rate_at, schedule_args)
+trainer = importlib.import_module("mhattn.learn.train")  # the module (mhattn.learn.train is its door)
+train = mhattn.learn.train
+checked_loss_and_grads = mhattn.learn.loss_and_grads
+learning_rate_at = mhattn.learn.learning_rate_at
 
 
 def _no_training(*args, **kwargs):
@@ -279,3 +280,44 @@ def test_an_out_folder_removed_during_training_fails_and_writes_nowhere_else(mon
     err = capsys.readouterr().err
     assert f"cannot write checkpoint {folder / 'm.npz'}" in err and "the trained model was not saved" in err
     assert set(tmp_path.rglob("*")) == before - {folder}
+
+
+# --- what a door refuses given the other arguments (each refusal names the argument) ---------------
+
+
+def _refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argument spoiled, its bad value)
+    *_refusals(
+        mhattn.learn.cross_entropy,
+        dict(logits=np.random.default_rng(0).standard_normal((3, 4)), targets=np.array([0, 1, 3])),
+        logits=[np.random.default_rng(0).standard_normal((1, 3, 4))],
+        targets=[np.array([-1000000, -999999, -999997]), np.array([1000000, 1000001, 1000003]), np.array([[0, 1, 3]])]),
+    *_refusals(
+        mhattn.learn.loss_and_grads,
+        dict(model=mhattn.learn.InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0),
+             tokens=np.full((2, 8), 0), n=np.array([2, 3])),
+        tokens=[np.full((2, 8), -1000000), np.full((2, 8), 1000000), np.full((1, 2, 8), 0)],
+        n=[np.array([0, 2]), np.random.default_rng(0).standard_normal((2,)), np.array([5, 2])],
+        dtype=['float16']),
+    *_refusals(
+        mhattn.learn.train,
+        dict(num_layers=1, steps=1, batch_size=2),
+        dtype=['float16']),
+    *_refusals(
+        mhattn.learn.learning_rate_at,
+        dict(step=1, steps=10, lr=0.1),
+        step=[11]),
+]
+
+
+@pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
+def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))
