@@ -3,7 +3,8 @@
 Every public call of ``mhattn`` is checked at its door (arguments, then the result); the
 package's own code calls the plain functions. This prints, for calls the size of the
 chapter's examples, the median time of the door and of the plain body in one run (blocks
-of calls alternating between the two), their ratio, and the ratio of the fastest blocks. The plain body of a door is its ``__wrapped__``.
+of calls alternating between the two), their ratio, and the ratio of the fastest blocks.
+The plain body of a door is its ``__wrapped__``.
 
     python benchmarks/bench_door.py [--repeats 2000]
 """

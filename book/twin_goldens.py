@@ -28,7 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mhattn import MultiHeadAttention, RotaryMultiHeadAttention, apply_rope, causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn import (
+    MultiHeadAttention,
+    RotaryMultiHeadAttention,
+    apply_rope,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+)
 from mhattn.explorer import State, compute_frame
 from mhattn.explorer import frame as explorer
 from mhattn.learn.shipped import load_trained

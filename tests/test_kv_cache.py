@@ -165,7 +165,8 @@ def test_another_module_is_refused_even_with_the_same_sizes(filled):
             GroupedQueryAttention(32, 4, num_kv_heads=2),
             "K_new must have d_k = 4 like the cached keys and values; got d_k = 8",
         ),
-        (GroupedQueryAttention(16, 4, num_kv_heads=4), "K_new must have num_kv_heads = 2 like the cached keys and values"),
+        (GroupedQueryAttention(16, 4, num_kv_heads=4),
+         "K_new must have num_kv_heads = 2 like the cached keys and values"),
     ],
 )
 def test_another_d_model_or_head_layout_is_refused(filled, other, message):
