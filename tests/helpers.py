@@ -192,3 +192,17 @@ def small_module(dtype=np.float64, seq_len=5, seed=16, module=GroupedQueryAttent
     x = rng.standard_normal((2, seq_len, 8)).astype(dtype)
     d_out = rng.standard_normal((2, seq_len, 8)).astype(dtype)
     return mha, x, d_out
+
+
+def refusals(door, good, **bad_values):
+    """``pytest.param`` rows ``(door, good, argument, bad)``: each bad value of each argument, spoiling a good call."""
+    name = getattr(door, "__name__", "door")
+    return [pytest.param(door, good, argument, bad, id=f"{name}-{argument}-{i}")
+            for argument, bads in bad_values.items() for i, bad in enumerate(bads)]
+
+
+def assert_refused_by_name(door, good, argument, bad):
+    """The good call works, and the same call with ``argument=bad`` is refused by a message naming ``argument``."""
+    door(**good)  # the good call works: the refusal below is the spoiled argument's
+    with pytest.raises((TypeError, ValueError), match=argument):
+        door(**(good | {argument: bad}))

@@ -49,7 +49,9 @@ ATTACKS_BY_NAME = {
                      "eval_every", "number"), COUNT),
     **dict.fromkeys(("num_heads", "num_kv_heads", "group"), DIVISOR),
     **dict.fromkeys(("seq_len", "num_tokens"), COUNT_OR_ZERO),
-    **dict.fromkeys(("head", "layer", "layer0", "layer1", "max_offset"), INDEX),
+    **dict.fromkeys(("head", "max_offset"), INDEX),
+    # a layer's range is the model's: the focused tests attack layers beyond it where a model is given
+    **dict.fromkeys(("layer", "layer0", "layer1"), INDEX[:3]),
     **dict.fromkeys(("base", "rope_base", "lr"), BASE),
     **dict.fromkeys(("need_weights", "use_cache", "is_causal", "return_lse", "batch_first", "at_start", "progress",
                      "use_positions", "background", "docstring", "trained"), FLAG),

@@ -45,7 +45,7 @@ def generate(model, prompt, num_tokens, *, temperature=0.0, seed=0, use_cache=Tr
 
     Examples
     --------
-    >>> from mhattn.learn.model import decode_tokens, encode_letters, load_trained
+    >>> from mhattn.learn import decode_tokens, encode_letters, load_trained
     >>> written = generate(load_trained(), encode_letters("p q r s t p q"), 3)
     >>> decode_tokens(written)
     'r s t'

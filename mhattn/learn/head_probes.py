@@ -45,6 +45,7 @@ def slot_accuracy(model, tokens, targets):
 
     Examples
     --------
+    >>> from mhattn.learn import TwoSlotModel
     >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
     >>> tokens, targets = two_slot_batch(np.random.default_rng(0), 8, vocab=6, seq_len=5)
     >>> accuracy = slot_accuracy(model, tokens, targets)
@@ -80,6 +81,7 @@ def mean_weights(model, tokens):
 
     Examples
     --------
+    >>> from mhattn.learn import TwoSlotModel
     >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
     >>> tokens, _ = two_slot_batch(np.random.default_rng(0), 8, vocab=6, seq_len=5)
     >>> mean_weights(model, tokens).shape
@@ -125,6 +127,7 @@ def logits_with_weights(model, tokens, weights):
 
     Examples
     --------
+    >>> from mhattn.learn import TwoSlotModel
     >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
     >>> tokens, _ = two_slot_batch(np.random.default_rng(0), 2, vocab=6, seq_len=5)
     >>> logits, weights = model(tokens)
@@ -146,6 +149,7 @@ def without_heads(model, heads):
 
     Examples
     --------
+    >>> from mhattn.learn import TwoSlotModel
     >>> model = TwoSlotModel(2, vocab=6, seq_len=5, d_model=8)
     >>> pruned = without_heads(model, [0])
     >>> bool((pruned.attention.W_o[:4] == 0).all()), bool((model.attention.W_o[:4] == 0).any())

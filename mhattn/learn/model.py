@@ -174,6 +174,7 @@ class InductionModel:
 
         Examples
         --------
+        >>> from mhattn.learn import decode_tokens, encode_letters, load_trained
         >>> model = load_trained()
         >>> decode_tokens(model.predict(encode_letters("p q r s t p q"))[-1:])  # after the second q: r
         'r'
