@@ -242,7 +242,8 @@ RUN_FIGURES = """(goldens) => {
   }
   return out;
 }"""
-PAGE = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>twins</title></head><body>'
+PAGE = ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>twins</title>'
+        '<link rel="icon" href="data:,"></head><body>'
         + "".join(f'<script src="{name}"></script>' for name in ("explorer-data.js", "explorer-math.js",
                                                                  "explorer-frame.js", "live-figures.js"))
         + "</body></html>\n")
