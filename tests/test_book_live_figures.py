@@ -7,8 +7,8 @@ sides; only the order of the sums differs), its heatmap drawn in matplotlib's "B
 - mask (chapter 2): ``scaled_dot_product_attention(x, x, x, mask)`` on the explorer's tokens, the
   masks built here from positions; a query with no key has weights and a row sum of exactly 0;
 - heads (chapter 4): ``MultiHeadAttention(64, num_heads, seed)`` (tests/explorer_expected.py);
-- rope (chapter 8): ``MultiHeadAttention(16, 1, seed=123, rope=...)``, and the scores of token 0's
-  query and key turned to every position by ``apply_rope``.
+- rope (chapter 8): ``RotaryMultiHeadAttention(16, 1, seed=123)`` (``MultiHeadAttention`` with RoPE off), and
+  the scores of token 0's query and key turned to every position by ``apply_rope``.
 
 Then the keyboard (Tab reaches every control with a visible ring, arrows move the sliders), touch
 targets, the cell readout, a phone's width, and the built book's chapter pages. Without a browser:
@@ -37,7 +37,7 @@ from test_book_explorer import (
     set_control,
 )
 
-from mhattn import MultiHeadAttention, scaled_dot_product_attention
+from mhattn import MultiHeadAttention, RotaryMultiHeadAttention, scaled_dot_product_attention
 from mhattn.core.positions import apply_rope
 
 browser = test_book_explorer.browser  # the same Chromium fixture, launched once per module
@@ -73,7 +73,7 @@ def heads_expected(state):
 def rope_expected(state):
     n, d = ROPE_N, ROPE_D
     x = tokens_from_the_recipe(SEED, n, d)
-    layer = MultiHeadAttention(d, 1, seed=SEED, rope=state["rope"])
+    layer = RotaryMultiHeadAttention(d, 1, seed=SEED) if state["rope"] else MultiHeadAttention(d, 1, seed=SEED)
     _, weights = layer(x)
     q, k = x[SHOWN, 0] @ layer.W_qkv[:, :d], x[SHOWN, 0] @ layer.W_qkv[:, d:2 * d]  # token 0's query and key
     queries, keys = np.tile(q, (n, 1)), np.tile(k, (n, 1))  # the same vectors at every position
