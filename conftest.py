@@ -2,7 +2,7 @@
 
 This file switches nbval on, with the options the notebooks need, whenever the nbval plugin
 is installed (``pip install -e ".[test]"``); it only acts on the ``.ipynb`` files a run
-collects, so ``pytest tests/test_softmax.py`` runs the same with or without it:
+collects, so ``pytest tests/core/test_softmax.py`` runs the same with or without it:
 
 - ``--nbval``: every output is compared with the stored one (unless ``--nbval-lax`` is given);
 - ``--nbval-current-env``: the kernel runs in pytest's own environment (unless a kernel is named);
@@ -16,9 +16,14 @@ of being silently left out.
 It also loads a Hypothesis profile without a deadline: no test here is timed (speed is
 measured in ``benchmarks/``), and Hypothesis's 200 ms per example fails a correct test on a
 busy machine.
+
+The tests live in folders that mirror the package (``tests/core/`` for ``mhattn/core/``, and
+so on); the modules they share (``tests/helpers.py``, the oracle, the servers) stay in
+``tests/`` itself, which this file puts on the import path.
 """
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +37,7 @@ else:
     settings.load_profile("mhattn")
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tests"))  # `from helpers import ...` from any test folder
 SANITIZE = ROOT / "notebooks" / "nbval_sanitize.cfg"
 CELL_TIMEOUT = 120  # seconds; nbval's own default is 2000
 NBVAL_DEFAULT_TIMEOUT = 2000

@@ -67,8 +67,8 @@ tests_status=0
 # dependency: the main job runs it.
 # On every core, as the README's command (each worker with one BLAS thread, as set for this job).
 env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n auto --dist loadfile -m "not retrains" tests notebooks \
-  --ignore=tests/test_browser.py --ignore=tests/test_book.py --ignore=tests/test_binder.py \
-  --ignore=tests/test_book_explorer.py --ignore=tests/test_book_live_figures.py || tests_status=$?
+  --ignore=tests/explorer/test_voila.py --ignore=tests/book/test_book.py --ignore=tests/notebooks/test_binder.py \
+  --ignore=tests/book/test_book_explorer.py --ignore=tests/book/test_book_live_figures.py || tests_status=$?
 echo "+ tests and notebooks took $((SECONDS - tests_start)) s"
 
 # Nothing the tests ran may change a tracked file (figures are written only by refresh.sh).

@@ -20,7 +20,7 @@ reported). The two loops run one after the other over all the tokens; each token
 recorded, and the per-token cost is printed at a few positions (median over a window of 16
 tokens) together with the total. Goal: the cache at least 20x faster over 1024 tokens.
 
-Timings depend on the machine; the exact FLOP counts behind them are in notebook 10. On a
+Timings depend on the machine; the exact FLOP counts behind them are in notebook 11. On a
 machine busy with other work, OpenBLAS's threads make the small products of short prefixes
 erratic (a 17-token forward took 60 ms with 2 threads under load, 0.3 ms with 1): there,
 ``--threads 1`` gives steadier numbers for both loops.

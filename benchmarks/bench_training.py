@@ -1,4 +1,4 @@
-"""One training step of notebook 09's model: mhattn (NumPy, hand-written backward) against PyTorch eager.
+"""One training step of notebook 07's model: mhattn (NumPy, hand-written backward) against PyTorch eager.
 
     python benchmarks/bench_training.py                    # float32, 2 threads
     python benchmarks/bench_training.py --threads 1 --dtype float64

@@ -1,6 +1,6 @@
 """The explorer app in a real browser: how long the first picture takes, and each redraw.
 
-Run from the repository root (needs the test extra and Chromium, as tests/test_browser.py)::
+Run from the repository root (needs the test extra and Chromium, as tests/explorer/test_voila.py)::
 
     python benchmarks/bench_voila.py            # 5 page loads, 5 redraws of each kind per load
     python benchmarks/bench_voila.py --runs 3

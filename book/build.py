@@ -76,12 +76,12 @@ PROMISES = {
     "04_multi_head_attention": "Assemble the whole layer with one fused W_qkv projection, "
                                "and read every head's weights.",
     "05_embedding_shift": "See where the layer moves each token, and what such a picture can and cannot tell.",
-    "06_efficiency": "Optional: count the cost, and compute the same numbers in memory that grows linearly.",
-    "07_why_several_heads": "Train one head against several on the same task, and see what splitting buys.",
-    "08_positions": "Give attention a sense of order: sinusoidal encodings and rotary embeddings (RoPE).",
-    "09_learning_to_attend": "Derive the backward pass by hand, check it, "
-                             "and watch two heads learn an induction circuit.",
-    "10_production": "Online softmax, the KV cache, grouped queries and cross-attention: the layer as it is served.",
+    "06_positions": "Give attention a sense of order: sinusoidal encodings and rotary embeddings (RoPE).",
+    "07_learning_to_attend": "Derive the backward pass by hand, check it, and train a two-layer model with it.",
+    "08_why_several_heads": "Train one head against several on the same task, and see what splitting buys.",
+    "09_induction_heads": "Read what the trained heads do: the induction circuit, measured and ablated.",
+    "11_production": "Online softmax, the KV cache, grouped queries and cross-attention: the layer as it is served.",
+    "12_efficiency": "Appendix: count the cost, and compute the same numbers in memory that grows linearly.",
     "explore": "Every control in one place: change the sequence, the heads and the mask, and watch the weights.",
 }
 WORDS_PER_MINUTE = 200  # technical prose

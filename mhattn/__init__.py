@@ -10,7 +10,7 @@ The folders are the layers, each with a docstring that says what it holds and ma
   softmax over key tiles, a KV cache), tested equal to the teaching path, which never
   imports it;
 - :mod:`mhattn.learn` -- models that train with the chapter's own backward pass: the
-  experiments of notebooks 07 and 09, the trainer (``python -m mhattn.train``) and the
+  experiments of notebooks 08 and 09, the trainer (``python -m mhattn.train``) and the
   circuit measures;
 - :mod:`mhattn.pictures` and :mod:`mhattn.explorer` -- the chapter's figures and its live
   explorer.

@@ -562,7 +562,7 @@ print(check_exercise_3(solution_logsumexp))
 #   [arXiv:1805.02867](https://arxiv.org/abs/1805.02867). The maximum and the sum in a
 #   single pass, rescaling the running sum whenever the maximum grows: the idea behind
 #   FlashAttention, derived from this notebook's trick in [notebook
-#   10](10_production.ipynb).
+#   10](11_production.ipynb).
 #
 # **Read next.** Each of these builds the same layer with different emphasis:
 # Zhang, Lipton, Li and Smola, *Dive into Deep Learning*, chapter "Attention Mechanisms

@@ -638,7 +638,7 @@ print(check_exercise_3(solution_split_qkv))
 #   the paper's words, the total cost is similar to that of one full-width head. That
 #   holds for the projections and the matrix products; every head has its own
 #   $n \times n$ scores, so the number of scores, the softmax and their memory grow
-#   $h$-fold (notebook 06 counts them).
+#   $h$-fold (notebook 12 counts them).
 # - Karpathy, A. *nanoGPT*, `model.py`, class `CausalSelfAttention`
 #   ([github.com/karpathy/nanoGPT](https://github.com/karpathy/nanoGPT)): the same split
 #   as `view(B, T, nh, hs).transpose(1, 2)` in PyTorch, one line per tensor.

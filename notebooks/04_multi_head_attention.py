@@ -86,7 +86,7 @@ FIGURES = Path("..") / "figures"
 # tokens, $2 n^2 d_\text{model}$ in all. What grows with the number of heads is the
 # rest: every head has its own $n \times n$ scores, so the number of scores, the
 # softmax's work and the memory of the weights are `num_heads` times those of one
-# full-width head (notebook 06 counts them).
+# full-width head (notebook 12 counts them).
 
 # %% [markdown]
 # ## 2. The module
@@ -728,7 +728,7 @@ print(check_exercise_3(solution_permute_heads))
 # none, causal and padding, and watch the heatmaps and the readout of row sums redraw.
 # The explorer draws its own random tokens and weights from its seed, so its pictures
 # differ from the ones above. Its `weights` switch also shows the trained two-layer
-# model of notebook 09, whose heads do mean something. (Where no Python runs, on GitHub
+# model of notebook 07, whose heads do mean something. (Where no Python runs, on GitHub
 # for instance, you see a still picture of the first frame; open the notebook in
 # JupyterLab or on Binder to move the controls.)
 

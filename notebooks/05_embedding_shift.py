@@ -716,7 +716,7 @@ plt.show()
 # The same picture, live: change `seq_len`, the number of heads, the mask or the seed,
 # and watch the arrows move next to the heatmaps of every head. The explorer draws its
 # own random tokens and weights from its seed, so its pictures differ from the ones
-# above. Switch its weights to the trained model of notebook 09 to see the same picture
+# above. Switch its weights to the trained model of notebook 07 to see the same picture
 # for a layer that has learned something. (Where no Python runs, on GitHub for instance,
 # you see a still picture of the first frame; open the notebook in JupyterLab or on
 # Binder to move the controls.)
@@ -765,10 +765,10 @@ explorer(d_model=64, num_heads=4, seq_len=6)
 # and the weights that do the mixing come from their "QK circuits".
 #
 # ---
-# Next: [06_efficiency.ipynb](06_efficiency.ipynb), optional systems material, measures
+# Next: [12_efficiency.ipynb](12_efficiency.ipynb), optional systems material, measures
 # what makes this code fast and runs attention in memory that grows linearly with the
 # sequence; or go straight on to
-# [07_why_several_heads.ipynb](07_why_several_heads.ipynb), which asks what several
+# [08_why_several_heads.ipynb](08_why_several_heads.ipynb), which asks what several
 # heads learn easily that one head of the same width struggles with. The explorer also
 # runs on its own, as an app ([explore.ipynb](explore.ipynb)):
 # `voila notebooks/explore.ipynb`.

@@ -21,7 +21,7 @@
 # - **untrained**: one `MultiHeadAttention` layer from `mhattn`, with fresh random
 #   weights, applied to a batch of two sequences of random token vectors. The tokens and
 #   the weights come from two independent random streams of the same seed.
-# - **trained (induction)**: the chapter's tiny trained model ([notebook 09][nb09]), two
+# - **trained (induction)**: the chapter's tiny trained model ([notebook 07][nb07]), two
 #   layers of attention, reading the letters you type (`a` is token 0, `b` token 1,
 #   ...).
 #
@@ -47,13 +47,13 @@
 #
 # `num_heads` only offers the divisors of `d_model`, up to 8, because each head gets an
 # equal slice of the model's width (and more than 8 panels would be too small to read).
-# The positions switch takes order away or adds it ([notebook 08][nb08]): untrained,
+# The positions switch takes order away or adds it ([notebook 06][nb06]): untrained,
 # RoPE rotates every query and key by its position; trained, `none` leaves out the
 # position embeddings the model learned.
 #
 # [nb05]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/05_embedding_shift.ipynb
-# [nb08]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/08_positions.ipynb
-# [nb09]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/09_learning_to_attend.ipynb
+# [nb06]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/06_positions.ipynb
+# [nb07]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/07_learning_to_attend.ipynb
 
 # %% [markdown]
 # <div id="mhattn-live-explorer"></div>
@@ -94,7 +94,7 @@ explorer()
 #    layer 1, where do the last three rows (the repeated `a b c`) put their weight?
 #    Compare the model's guesses after the first `a b c` with those after the second.
 # 8. **Layer 0.** Show layer 0. Which head has the highest previous-token score? Why
-#    does the induction head in layer 1 need a layer before it (notebook 09 trains a
+#    does the induction head in layer 1 need a layer before it (notebook 07 trains a
 #    one-layer model to find out)?
 # 9. **Your own sequence.** Type a few random letters, then the same letters again
 #    (`q m f z t q m f z t`). Does the prefix-matching score depend on which letters you
@@ -105,7 +105,7 @@ explorer()
 #
 # The code of every piece is in the chapter: [notebook 02][code02] (masks), [notebook
 # 03][code03] (heads), [notebook 04][code04] (the layer), [notebook 05][code05] (the
-# PCA picture), [notebook 08][code08] (positions) and [notebook 09][code09] (the
+# PCA picture), [notebook 06][code06] (positions) and [notebook 07][code07] (the
 # trained model). The links lead to GitHub, so that they work the same here, in
 # JupyterLab and in the Voila app; in JupyterLab the notebooks are also in the file
 # browser, next to this one.
@@ -114,5 +114,5 @@ explorer()
 # [code03]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/03_splitting_heads.ipynb
 # [code04]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/04_multi_head_attention.ipynb
 # [code05]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/05_embedding_shift.ipynb
-# [code08]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/08_positions.ipynb
-# [code09]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/09_learning_to_attend.ipynb
+# [code06]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/06_positions.ipynb
+# [code07]: https://github.com/mhattn/mhattn/blob/HEAD/notebooks/07_learning_to_attend.ipynb

@@ -307,7 +307,7 @@ def _pytest(*args, env=None):
 
 
 def test_unit_tests_run_without_nbval_and_a_notebook_says_what_it_needs():
-    unit = _pytest("-p", "no:nbval", "tests/test_softmax.py")
+    unit = _pytest("-p", "no:nbval", "tests/core/test_softmax.py")
     assert unit.returncode == 0 and " passed" in unit.stdout, unit.stdout[-2000:] + unit.stderr[-2000:]
     env = {key: value for key, value in os.environ.items() if key != "CI"}
     notebook = _pytest("-p", "no:nbval", "-rs", "notebooks/01_softmax.ipynb", env=env)

@@ -1,4 +1,4 @@
-"""The arguments of notebook 07's experiment (:mod:`mhattn.learn.several_heads`): the two-slot model and its task."""
+"""The arguments of notebook 08's experiment (:mod:`mhattn.learn.several_heads`): the two-slot model and its task."""
 
 from .learning import attention_weights, counts, head_indices, int_array, model_like, real, rng_value
 from .model import tokens as check_tokens

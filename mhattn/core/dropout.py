@@ -1,4 +1,4 @@
-"""Attention dropout (notebook 10): training only, on the weights after the softmax."""
+"""Attention dropout (notebook 11): training only, on the weights after the softmax."""
 
 from .attention import scaled_dot_product_attention
 

@@ -26,7 +26,7 @@ class MultiHeadAttention:
 
     where :math:`Q_h` is columns :math:`h d_k` to :math:`(h+1) d_k - 1` of :math:`Q`. No biases.
     The later notebooks extend this class: rotary positions
-    (:class:`mhattn.RotaryMultiHeadAttention`, notebook 08) and grouped queries, a KV cache and
+    (:class:`mhattn.RotaryMultiHeadAttention`, notebook 06) and grouped queries, a KV cache and
     cross-attention (:class:`mhattn.GroupedQueryAttention`, the production notebook).
 
     Parameters

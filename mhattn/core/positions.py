@@ -15,7 +15,7 @@ Both use the frequencies of :func:`rope_angles`, :math:`\theta_i = \text{base}^{
 RoPE pairs coordinate ``i`` with ``i + d_k / 2`` (GPT-NeoX, Hugging Face's Llama);
 :func:`apply_rope_interleaved` pairs ``2i`` with ``2i + 1`` (RoFormer, Meta's Llama code),
 and :func:`interleaved_to_half_split` is the fixed column permutation between the two.
-Notebook 08 shows each of them at work.
+Notebook 06 shows each of them at work.
 """
 
 import numpy as np

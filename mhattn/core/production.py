@@ -1,6 +1,6 @@
 """The full attention layer of the production notebook: grouped queries, a KV cache, cross-attention, RoPE.
 
-:class:`GroupedQueryAttention` is the module a real model runs. It extends notebook 08's
+:class:`GroupedQueryAttention` is the module a real model runs. It extends notebook 06's
 :class:`~mhattn.RotaryMultiHeadAttention` (RoPE is optional here) with what decoding and
 checkpoints need: fewer key/value heads than query heads, a :class:`mhattn.KVCache`, keys and
 values from another sequence, and weights read from separate matrices or from PyTorch.

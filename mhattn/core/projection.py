@@ -31,12 +31,12 @@ def project_qkv(x, W_qkv, num_heads, num_kv_heads, *, context=None, positions=No
     columns = qkv_columns(x.shape[-1], num_heads, num_kv_heads)
     if context is None:  # self-attention: queries, keys and values in one product
         Q, K, V = np.split(x @ W_qkv, columns, axis=-1)  # (batch, seq, d_model), (batch, seq, kv_width) x 2
-    else:  # cross-attention (notebook 10): queries from x, keys and values from the context
+    else:  # cross-attention (notebook 11): queries from x, keys and values from the context
         Q = x @ W_qkv[:, : columns[0]]  # (batch, seq_q, d_model)
         K, V = np.split(context @ W_qkv[:, columns[0] :], 2, axis=-1)  # (batch, seq_k, kv_width) each
     Q = split_heads(Q, num_heads)  # (batch, num_heads, seq_q, d_k)
     K, V = split_heads(K, num_kv_heads), split_heads(V, num_kv_heads)  # (batch, num_kv_heads, seq_k, d_k) each
-    if positions is not None:  # rotary positions (notebook 08): queries and keys turn by their positions
+    if positions is not None:  # rotary positions (notebook 06): queries and keys turn by their positions
         rotate = apply_rope_interleaved if rope_pairing == "interleaved" else apply_rope  # (2i, 2i+1) or (i, i+d_k/2)
         Q, K = rotate(Q, positions, rope_base), rotate(K, positions, rope_base)
     return Q, K, V
@@ -58,7 +58,7 @@ def head_weights(mha, head):
 
 
 def repeat_kv(K, V, group):
-    """Grouped queries (notebook 10): each key/value head serves ``group`` query heads in a row."""
+    """Grouped queries (notebook 11): each key/value head serves ``group`` query heads in a row."""
     if group == 1:
         return K, V
     return np.repeat(K, group, axis=1), np.repeat(V, group, axis=1)  # (batch, num_heads, seq_k, d_k) each

@@ -1,4 +1,4 @@
-"""The module of notebook 04 with rotary positions (notebook 08): queries and keys turn by their positions."""
+"""The module of notebook 04 with rotary positions (notebook 06): queries and keys turn by their positions."""
 
 import numpy as np
 

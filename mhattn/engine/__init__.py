@@ -1,4 +1,4 @@
-"""The engine: the teaching path's numbers, faster or in less memory (notebook 06).
+"""The engine: the teaching path's numbers, faster or in less memory (notebook 12).
 
 * :mod:`mhattn.engine.blocks` -- queries in cache-sized blocks: :func:`blockwise_attention`.
 * :mod:`mhattn.engine.fast_module` -- :class:`FastMultiHeadAttention`, the chapter's module with

@@ -90,7 +90,7 @@ class Explorer(StaticCopy, widgets.VBox):
         self._model = None  # the trained model, loaded on first use
         self.trained_weights = toggle(WEIGHTS, state.trained, "150px", (
             "a freshly initialised layer on random token vectors",
-            "the chapter's trained two-layer model (notebook 09) on letters you type"))
+            "the chapter's trained two-layer model (notebook 07) on letters you type"))
         self.seq_len = IntSlider(value=state.seq_len, min=MIN_SEQ_LEN, max=MAX_SEQ_LEN, description="seq_len",
                                   continuous_update=False, style=style,
                                   layout=widgets.Layout(width="330px", max_width="100%"))

@@ -2,7 +2,7 @@
 
 Displayed as a notebook cell's result, the explorer leaves a static PNG of its picture as a
 second output, for GitHub, nbviewer, ``jupyter nbconvert --to html`` and JupyterLab before
-the notebook is trusted. Where the live widget renders (JupyterLab, Notebook 7, Voila,
+the notebook is trusted. Where the live widget renders (JupyterLab, Notebook 8, Voila,
 nbconvert's HTML with its widget script), a style sheet inside it hides that copy.
 """
 

@@ -79,7 +79,7 @@ def explanation_html(frame):
     """A paragraph on what the current picture shows and what to try."""
     state, seq_len = frame.state, frame.seq_len
     if state.trained:
-        text = ("The chapter's trained model (notebook 09): two layers of attention, no MLP, trained to continue "
+        text = ("The chapter's trained model (notebook 07): two layers of attention, no MLP, trained to continue "
                 "sequences of random letters that repeat. It reads the letters in the tokens box. Once a letter "
                 "repeats, induction heads in layer 1 look from it to the letter that followed its earlier "
                 "occurrence, and that letter is the model's guess for what comes next: type a b c d x a b c and "

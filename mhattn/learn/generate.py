@@ -1,7 +1,7 @@
 r"""Let a trained :class:`~mhattn.learn.model.InductionModel` continue a prompt, one token at a time.
 
 Each step feeds only the newest token: every layer keeps the keys and values of the tokens
-before it in its own :class:`mhattn.KVCache` (notebook 10), so a step costs one query
+before it in its own :class:`mhattn.KVCache` (notebook 11), so a step costs one query
 against the cached keys instead of a forward pass over the whole prefix.
 
 .. code-block:: text

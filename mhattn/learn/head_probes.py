@@ -1,4 +1,4 @@
-"""What the heads of notebook 07's model learned: accuracy per slot, where each head looks, ablations.
+"""What the heads of notebook 08's model learned: accuracy per slot, where each head looks, ablations.
 
 The measures that read a trained :class:`mhattn.learn.several_heads.TwoSlotModel`, on fresh
 sequences from an evaluation stream of their own; the model, its task and its training are in

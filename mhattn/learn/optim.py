@@ -1,4 +1,4 @@
-"""Adam, the optimiser of notebooks 07 and 09."""
+"""Adam, the optimiser of notebooks 08 and 09."""
 
 import numpy as np
 

@@ -17,17 +17,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-GRAD = ["tests/test_grad_doors.py"]
-ROPE = ["tests/test_rope_range.py", "tests/test_grad_doors.py"]
-CIRCUITS = ["tests/test_circuits_doors.py"]
-SLOTS = ["tests/test_circuits_doors.py"]
-ADAM = ["tests/test_optim.py"]
-CHECKPOINT = ["tests/test_checkpoints.py"]
-CHECKPOINT_FILES = ["tests/test_checkpoint_files.py"]
+GRAD = ["tests/core/test_grad_doors.py"]
+ROPE = ["tests/core/test_rope_range.py", "tests/core/test_grad_doors.py"]
+CIRCUITS = ["tests/learn/test_circuits_doors.py"]
+SLOTS = ["tests/learn/test_circuits_doors.py"]
+ADAM = ["tests/learn/test_optim.py"]
+CHECKPOINT = ["tests/learn/test_checkpoints.py"]
+CHECKPOINT_FILES = ["tests/learn/test_checkpoint_files.py"]
 DOORS = ["tests/test_doors.py"]
-MASKED = ["tests/test_masked_inputs.py"]
-EXPLORER = ["tests/test_explorer_doors.py"]
-CACHE = ["tests/test_kv_cache_threads.py"]
+MASKED = ["tests/core/test_masked_inputs.py"]
+EXPLORER = ["tests/explorer/test_explorer_doors.py"]
+CACHE = ["tests/engine/test_kv_cache_threads.py"]
 
 MUTANTS = [  # (file, original text, mutated text, tests)
     ("mhattn/checks/grad.py", "if d_x.shape[-1] % num_heads:", "if False:", GRAD + DOORS),

@@ -47,7 +47,7 @@ import pytest
 from browser_path import chromium_path
 from serving import serve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "build" / "book-screenshots"
 CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

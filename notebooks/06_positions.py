@@ -14,11 +14,11 @@
 # ---
 
 # %% [markdown]
-# # 8. Where does order come from? Positions
+# # 6. Where does order come from? Positions
 #
 # *The dog bit the man* and *the man bit the dog* hold the same tokens. Every layer so
 # far computed its scores from the vectors it was given; only the learned position table
-# of notebook 07 told them where a token *stands*. This notebook shows, with numbers,
+# of notebook 08 told them where a token *stands*. This notebook shows, with numbers,
 # that attention alone cannot tell the two sentences apart, and then the three ways a
 # Transformer is told where each token is.
 #
@@ -181,14 +181,14 @@ print("off the 2 x 2 blocks, M is zero:",
 #
 # ## 3. Learned encodings, and their limit
 #
-# The other choice in Vaswani et al. (and the one of GPT-2, of notebook 07's two-slot
-# model, and of the small model of notebook 09) is a table with one *learned* row per
+# The other choice in Vaswani et al. (and the one of GPT-2, of notebook 08's two-slot
+# model, and of the small model of notebook 07) is a table with one *learned* row per
 # position, `pos[t]`, added to token $t$. They report nearly identical results for the
 # two. A table has one limit that no training removes: it has `max_len` rows, and
 # position `max_len` has none.
 
 # %%
-model = load_trained()  # notebook 09's two-layer model
+model = load_trained()  # notebook 07's two-layer model
 print("learned position table:", model.pos.shape, "= (max_len, d_model)")
 try:
     model(np.zeros(model.max_len + 1, dtype=int))  # one token too many

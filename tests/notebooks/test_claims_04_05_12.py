@@ -4,7 +4,7 @@ Each test names the claim it backs and recomputes it from the package, not from 
 notebook's own code. The notebooks print rounded values so that their stored outputs are the
 same on every machine; a claim quoted to two decimals is checked here to that rounding (the
 inputs are seeded, so the only freedom is the last bits of float64 arithmetic). Timings are
-never asserted: notebook 06's time claims are checked through what does not depend on the
+never asserted: notebook 12's time claims are checked through what does not depend on the
 machine (FLOP counts, their slopes, bytes of memory).
 
 The last tests check the shape of every exercise in 04-06 (a reader's cell holding ``...``,
@@ -25,8 +25,8 @@ from sklearn.decomposition import PCA
 from mhattn import MultiHeadAttention, split_heads
 from mhattn.pictures.embedding_shift import embedding_shift_2d
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-NAMES = ["04_multi_head_attention", "05_embedding_shift", "06_efficiency"]
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NAMES = ["04_multi_head_attention", "05_embedding_shift", "12_efficiency"]
 
 
 def quoted(value, text):
@@ -147,7 +147,7 @@ def test_05_exercise_answers(example):
     assert np.allclose(cosine, 1 / np.sqrt(1 + r**2), atol=0.15), "near-right triangles: cos ~ 1 / sqrt(1 + r^2)"
 
 
-# Notebook 06 ---------------------------------------------------------------------------------
+# Notebook 12 ---------------------------------------------------------------------------------
 
 
 def flops(seq_len, d_model, batch=1):
@@ -157,13 +157,13 @@ def flops(seq_len, d_model, batch=1):
     return sum(2 * m * k * p for m, k, p in products)
 
 
-def test_06_attention_is_half_the_work_at_n_equal_2d_and_the_table_of_shares():
+def test_12_attention_is_half_the_work_at_n_equal_2d_and_the_table_of_shares():
     shares = {n: (4 * n**2 * 256) / flops(n, 256) for n in (6, 128, 512, 4096)}
     assert [f"{share:.0%}" for share in shares.values()] == ["1%", "20%", "50%", "89%"]
     assert f"{flops(4096, 256) / 1e9:.4f}" == "19.3274"
 
 
-def test_06_flop_slope_formula_its_landmarks_and_the_printed_table():
+def test_12_flop_slope_formula_its_landmarks_and_the_printed_table():
     def slope(n, d):  # the formula of the notebook
         return 2 * (n + d) / (n + 2 * d)
 
@@ -183,7 +183,7 @@ def test_06_flop_slope_formula_its_landmarks_and_the_printed_table():
         assert [f"{s:.2f}" for s in secants] == text
 
 
-def test_06_arithmetic_intensities_and_the_block_size():
+def test_12_arithmetic_intensities_and_the_block_size():
     from mhattn.engine import blocks
 
     def intensity(m, k, p):
@@ -195,7 +195,7 @@ def test_06_arithmetic_intensities_and_the_block_size():
     assert 4 * 4096**2 * 4 == 256 * 2**20 and 4 * 1024**2 * 4 == 16 * 2**20 and 4 * 2048**2 * 4 == 64 * 2**20
 
 
-def test_06_peak_memory_full_is_the_weights_blocks_are_the_output_and_one_block():
+def test_12_peak_memory_full_is_the_weights_blocks_are_the_output_and_one_block():
     from mhattn import scaled_dot_product_attention
     from mhattn.engine import blockwise_attention
 
@@ -223,7 +223,7 @@ def test_06_peak_memory_full_is_the_weights_blocks_are_the_output_and_one_block(
     assert [f"{slope:.1f}" for slope in slopes] == ["2.0", "1.0"]
 
 
-def test_06_exercise_3_answers():
+def test_12_exercise_3_answers():
     def smallest_rows(ridge, seq_k, d_k):  # by search, not by the solution's formula
         for rows in range(1, 10**6):
             if 2 * rows * seq_k * d_k >= ridge * 4 * (rows * d_k + seq_k * d_k + rows * seq_k):
@@ -248,7 +248,7 @@ def test_every_notebook_ends_with_references(name):
     expected = {
         "04_multi_head_attention": ["Glorot", "He, K.", "LLMs-from-scratch", "annotated-transformer"],
         "05_embedding_shift": ["Pearson", "Mu, J.", "transformer-circuits.pub"],
-        "06_efficiency": ["Dao, T.", "Williams, S.", "Rabe, M."],
+        "12_efficiency": ["Dao, T.", "Williams, S.", "Rabe, M."],
     }[name]
     for word in expected:
         assert word in references, f"{name}: the references should include {word}"

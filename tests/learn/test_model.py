@@ -98,7 +98,7 @@ def test_save_and_load_round_trip(tmp_path):
     assert np.array_equal(again.history["loss"], model.history["loss"])
 
 
-# --- the shipped checkpoint at work (the heads' scores: tests/test_circuits.py) ---------------------
+# --- the shipped checkpoint at work (the heads' scores: tests/learn/test_circuits.py) ---------------------
 
 
 def test_accuracy_on_the_repeated_half_is_at_least_0_9(trained, batch):
@@ -128,7 +128,7 @@ def test_typed_letters_light_up_the_induction_head(trained):
     """The explorer's example: on the repeat of "a b c d x", a layer-1 head looks right after the earlier copy.
 
     The repeat starts at position 0 here; the model copies at other offsets too
-    (tests/test_induction_model.py measures every offset).
+    (tests/learn/test_induction_model.py measures every offset).
     """
     tokens = encode_letters("a b c d x a b c")
     logits, weights = trained.forward(tokens)
@@ -148,7 +148,7 @@ def test_induction_batch_repeats_the_first_n_tokens():
 
 
 def test_accuracy_counts_only_the_determined_positions():
-    """Positions of the second copy whose next token the sequence determines (tests/test_induction_model.py)."""
+    """Positions of the second copy whose next token the sequence determines (tests/learn/test_induction_model.py)."""
     tokens, n, *_ = induction_batch(np.random.default_rng(8), 4, at_start=True)
     logits = np.zeros(tokens.shape + (32,))
     logits[np.arange(4)[:, None], np.arange(31), tokens[:, 1:]] = 1.0  # perfect everywhere

@@ -31,7 +31,7 @@ import mhattn
 from mhattn.core.positions import apply_rope_interleaved
 from mhattn.pictures.figures import SAVE_VARIABLE, save_figure
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
@@ -777,7 +777,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "06_efficiency",
+        "12_efficiency",
         "check_exercise_1",
         lambda ns: (
             ns["predicted_peak_bytes"],
@@ -791,7 +791,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "06_efficiency",
+        "12_efficiency",
         "check_exercise_2",
         lambda ns: (
             ns["attention_by_query_blocks"],
@@ -805,7 +805,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "06_efficiency",
+        "12_efficiency",
         "check_exercise_3",
         lambda ns: (
             ns["rows_to_reach"],
@@ -818,7 +818,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "10_production",
+        "11_production",
         "check_exercise_1",
         lambda ns: (
             ns["merge"],
@@ -839,7 +839,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "10_production",
+        "11_production",
         "check_exercise_2",
         lambda ns: (
             ns["sequences_that_fit"],
@@ -852,12 +852,12 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "10_production",
+        "11_production",
         "check_exercise_3",
         lambda ns: (ns["tiles_prediction"], ns["solution_tiles"], [(64, 8), (36, 0), (28, 8)]),
     ),
     (
-        "07_why_several_heads",
+        "08_why_several_heads",
         "check_exercise_1",
         lambda ns: (
             ns["parameter_count"],
@@ -871,7 +871,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "07_why_several_heads",
+        "08_why_several_heads",
         "check_exercise_2",
         lambda ns: (
             ns["silenced_logits"],
@@ -883,7 +883,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "07_why_several_heads",
+        "08_why_several_heads",
         "check_exercise_3",
         lambda ns: (
             ns["copied_row_accuracy"],
@@ -892,7 +892,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "08_positions",
+        "06_positions",
         "check_exercise_1",
         lambda ns: (
             ns["offset_matrix"],
@@ -905,7 +905,7 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "08_positions",
+        "06_positions",
         "check_exercise_2",
         lambda ns: (
             ns["rope_complex"],
@@ -918,12 +918,12 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "08_positions",
+        "06_positions",
         "check_exercise_3",
         lambda ns: (ns["changed_positions"], {2, 3, 4, 5}, [{2, 5}, {2, 3, 4, 5, 6, 7}, set()]),
     ),
     (
-        "09_learning_to_attend",
+        "07_learning_to_attend",
         "check_exercise_1",
         lambda ns: (
             ns["my_softmax_vjp"],
@@ -936,12 +936,12 @@ EXERCISES = EXERCISES_01_03 + [
         ),
     ),
     (
-        "09_learning_to_attend",
+        "07_learning_to_attend",
         "check_exercise_2",
         lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}, "dQ", {"dQ", "dK", "dX"}]),
     ),
     (
-        "09_learning_to_attend",
+        "07_learning_to_attend",
         "check_exercise_3",
         lambda ns: (ns["prediction_3"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
     ),

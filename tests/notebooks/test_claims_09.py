@@ -1,4 +1,4 @@
-"""Every number and comparison that notebook 09's prose states, recomputed from the shipped checkpoints.
+"""Every number and comparison that notebook 07's prose states, recomputed from the shipped checkpoints.
 
 Each test names the notebook section whose prose it checks and uses the notebook's own seeds,
 so the prose and the outputs it describes cannot drift apart. The model targets themselves

@@ -22,7 +22,7 @@ from oracle import require_torch
 
 import mhattn
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 NAMES = ["01_softmax", "02_scaled_dot_product_attention", "03_splitting_heads"]
 
 

@@ -271,17 +271,17 @@ def test_the_figures_read_on_a_phone(browser, site):
 # ---------------------------------------------------------------- the book: markers and pages
 
 BOOK = load("book_build", ROOT / "book" / "build.py")
-CHAPTERS = {"mask": "02_scaled_dot_product_attention", "heads": "04_multi_head_attention", "rope": "08_positions"}
+CHAPTERS = {"mask": "02_scaled_dot_product_attention", "heads": "04_multi_head_attention", "rope": "06_positions"}
 
 
 def test_book_a_marker_becomes_the_container_of_its_figure():
     notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "Text.\n\n<!-- live-figure: rope -->\n"}],
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
-    page = BOOK.for_the_page(notebook, "08_positions")
+    page = BOOK.for_the_page(notebook, "06_positions")
     assert page["cells"][0]["source"] == 'Text.\n\n<div class="mhattn-live-figure" data-figure="rope"></div>\n'
     notebook["cells"][0]["source"] = "<!-- live-figure: nothing -->"
     with pytest.raises(ValueError, match="live figure must be one of .*; got 'nothing'"):
-        BOOK.for_the_page(notebook, "08_positions")
+        BOOK.for_the_page(notebook, "06_positions")
 
 
 @pytest.mark.parametrize("name", list(CHAPTERS))

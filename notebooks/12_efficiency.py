@@ -13,10 +13,10 @@
 # ---
 
 # %% [markdown]
-# # 6. Efficiency: the same numbers, faster and in less memory
+# # Appendix (12). Efficiency: the same numbers, faster and in less memory
 #
-# > **Optional: systems material.** You can skip it on a first reading: notebooks 07 to
-# > 09 do not need it, and notebook 10 recalls the one idea it builds on. It is about
+# > **Optional: systems material.** You can skip it on a first reading: notebooks 08 to
+# > 09 do not need it, and notebook 11 recalls the one idea it builds on. It is about
 # > how the computation meets the machine: how many
 # > operations a forward pass takes, what limits how fast NumPy can do them (memory
 # > bandwidth, cache sizes, BLAS threads, Python's GIL), and the *engine*,
@@ -222,7 +222,7 @@ show_source(blocks._softmax_)
 # %% [markdown]
 # `FastMultiHeadAttention` is the module of notebook 04 with the one step that notebook
 # pointed at, `_attention`, replaced: by the block loop when the weights are asked for
-# or a row of scores is short, and by notebook 10's tiles (the online softmax) when no
+# or a row of scores is short, and by notebook 11's tiles (the online softmax) when no
 # weights are asked for and the keys are longer than one tile. Everything else (the
 # projections, the heads, `W_o`, the argument checks) is inherited unchanged:
 
@@ -344,7 +344,7 @@ ax.set_title(f"Peak memory of attention, {num_heads} heads, float32")
 ax.legend()
 ax.grid(True, which="major", alpha=0.3)
 fig.tight_layout()
-save_figure(fig, FIGURES / "06_memory.png")
+save_figure(fig, FIGURES / "12_memory.png")
 plt.show()
 
 # %% [markdown] tags=["figure-caption"]
@@ -1038,7 +1038,7 @@ print(check_exercise_3(rows_to_reach))
 # d_k FLOPs, so the intensity can never exceed 2 * d_k / 4 = d_k / 2 = 8 FLOPs per byte,
 # less than 20. The score product of narrow heads is memory-bound however it is blocked,
 # unless the scores never go to memory at all: FlashAttention keeps them in fast on-chip
-# memory (notebook 10). Solving intensity(rows) >= ridge for rows:
+# memory (notebook 11). Solving intensity(rows) >= ridge for rows:
 #   2 r s d >= 4 ridge (r d + s d + r s)
 #   <=>   r (2 s d - 4 ridge (d + s)) >= 4 ridge s d
 def solution_rows_to_reach(ridge, seq_k, d_k):
@@ -1071,7 +1071,7 @@ print(check_exercise_3(solution_rows_to_reach))
 #   [arXiv:2205.14135](https://arxiv.org/abs/2205.14135). The same argument on a GPU:
 #   count the bytes moved between memory levels, tile both queries and keys so that the
 #   scores never leave fast memory, and use an online softmax across key tiles
-#   ([notebook 10](10_production.ipynb)).
+#   ([notebook 11](11_production.ipynb)).
 # - Goto, K. and van de Geijn, R. A. (2008). *Anatomy of High-Performance Matrix
 #   Multiplication.* ACM Transactions on Mathematical Software 34(3), 12.
 #   [doi:10.1145/1356052.1356053](https://doi.org/10.1145/1356052.1356053). How BLAS
@@ -1088,10 +1088,10 @@ print(check_exercise_3(solution_rows_to_reach))
 # `torch.nn.MultiheadAttention` on your machine.
 #
 # ---
-# Next: [07_why_several_heads.ipynb](07_why_several_heads.ipynb) asks what several heads
+# Next: [08_why_several_heads.ipynb](08_why_several_heads.ipynb) asks what several heads
 # learn easily that one head of the same width struggles with. After it,
-# [08_positions.ipynb](08_positions.ipynb) gives attention a sense of order,
-# [09_learning_to_attend.ipynb](09_learning_to_attend.ipynb) derives the layer's
-# backward pass and trains it, and [10_production.ipynb](10_production.ipynb) takes the
+# [06_positions.ipynb](06_positions.ipynb) gives attention a sense of order,
+# [07_learning_to_attend.ipynb](07_learning_to_attend.ipynb) derives the layer's
+# backward pass and trains it, and [11_production.ipynb](11_production.ipynb) takes the
 # engine's idea further: tiles of keys as well as queries, with an online softmax (as in
 # FlashAttention), and a cache of keys and values for generating text.

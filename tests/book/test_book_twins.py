@@ -31,11 +31,11 @@ import pytest
 import test_book_explorer
 from serving import serve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted([*(ROOT / "book" / "_static").glob("explorer-*.js"), ROOT / "book" / "_static" / "live-figures.js"])
 CITED = re.compile(r"\bmhattn(?:\.[A-Za-z_]\w*)+")
 REBUILD = ("rebuild them with `python book/twin_goldens.py` (or `python book/build.py`), "
-           "then run tests/test_book_twins.py in Chromium")
+           "then run tests/book/test_book_twins.py in Chromium")
 
 
 twin_goldens = test_book_explorer.load("twin_goldens", ROOT / "book" / "twin_goldens.py")

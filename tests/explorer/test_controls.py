@@ -3,8 +3,8 @@ what is drawn, correctly.
 
 What is drawn is compared with an independent computation of the documented recipe
 (tests/explorer_expected.py), never with stored numbers. The trained model's controls are in
-tests/test_widgets_trained.py, the static copy for places without a kernel in
-tests/test_widgets_static.py.
+tests/explorer/test_trained.py, the static copy for places without a kernel in
+tests/explorer/test_static_copy.py.
 """
 
 import gc

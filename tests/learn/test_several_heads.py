@@ -1,4 +1,4 @@
-"""Why several heads (mhattn.learn.several_heads, notebook 07): the task, the gradient, the experiment.
+"""Why several heads (mhattn.learn.several_heads, notebook 08): the task, the gradient, the experiment.
 
 Every test's name contains "several_heads": ``pytest -k several_heads`` selects them all.
 """
@@ -205,7 +205,7 @@ def test_several_heads_two_or_more_heads_report_both_tokens_in_every_seed(severa
 
 
 def test_several_heads_one_head_gets_one_slot_and_misses_the_other_in_every_seed(several_heads_experiment):
-    """Notebook 07, sections 5 and 7: "the other 0.20 to 0.25" in every seed; seed 0 gets 0.93 and 0.25."""
+    """Notebook 08, sections 5 and 7: "the other 0.20 to 0.25" in every seed; seed 0 gets 0.93 and 0.25."""
     _, accuracy = several_heads_experiment
     for seed in (0, 1, 2):
         assert 0.195 <= accuracy[1, seed].min() < 0.255, f"seed {seed}: {accuracy[1, seed]}"
@@ -216,7 +216,7 @@ def test_several_heads_one_head_gets_one_slot_and_misses_the_other_in_every_seed
 
 
 def test_several_heads_one_head_averages_and_two_heads_split_the_offsets(several_heads_experiment):
-    """Notebook 07, section 6: the single head spreads each row over t - 1 and t - 2; each of two heads takes one."""
+    """Notebook 08, section 6: the single head spreads each row over t - 1 and t - 2; each of two heads takes one."""
     models, _ = several_heads_experiment
     for seed in (0, 1, 2):
         tokens, _ = hp.evaluation_batch(seed, 256)
@@ -231,7 +231,7 @@ def test_several_heads_one_head_averages_and_two_heads_split_the_offsets(several
 
 
 def test_several_heads_one_shared_row_halves_and_a_copied_row_loses_a_slot(several_heads_experiment):
-    """Notebook 07, section 7 and exercise 3, on the two-head model of seed 0."""
+    """Notebook 08, section 7 and exercise 3, on the two-head model of seed 0."""
     models, _ = several_heads_experiment
     model = models[2, 0]
     tokens, targets = hp.evaluation_batch(0)
@@ -252,7 +252,7 @@ def test_several_heads_one_shared_row_halves_and_a_copied_row_loses_a_slot(sever
 
 
 def test_several_heads_one_of_four_heads_can_go_and_none_alone_costs_a_slot(several_heads_experiment):
-    """Notebook 07, section 8, on the four-head model of seed 0."""
+    """Notebook 08, section 8, on the four-head model of seed 0."""
     models, _ = several_heads_experiment
     model = models[4, 0]
     tokens, targets = hp.evaluation_batch(0)
@@ -262,13 +262,13 @@ def test_several_heads_one_of_four_heads_can_go_and_none_alone_costs_a_slot(seve
 
 
 def test_several_heads_which_slot_one_head_wins_depends_on_the_seed():
-    """Notebook 07, section 5: with seed 5 the single head reports the token two back."""
+    """Notebook 08, section 5: with seed 5 the single head reports the token two back."""
     accuracy = hp.slot_accuracy(sh.train(1, seed=5), *hp.evaluation_batch(5))
     assert accuracy[1] >= 0.8 and accuracy[0] <= 0.5, accuracy
 
 
 def test_several_heads_single_head_row_barely_depends_on_the_tokens(several_heads_experiment):
-    """Notebook 07, section 7: the weights hardly move between sequences; the mean row changes little."""
+    """Notebook 08, section 7: the weights hardly move between sequences; the mean row changes little."""
     models, accuracy = several_heads_experiment
     model = models[1, 0]
     tokens, targets = hp.evaluation_batch(0)
@@ -315,7 +315,7 @@ def readout_exists(vocab, shares, slot):
 
 @pytest.mark.parametrize("shares", [(0.53, 0.47), (0.6, 0.4), (0.9, 0.1), (0.47, 0.41)])
 def test_several_heads_a_fixed_row_lets_a_linear_readout_name_only_the_larger_share(shares):
-    """Notebook 07, section 1: with unequal shares fixed for every sequence, a linear readout names only the larger."""
+    """Notebook 08, section 1: with unequal shares fixed for every sequence, a linear readout names only the larger."""
     pytest.importorskip("scipy.optimize")
     assert readout_exists(5, shares, slot=0)  # the larger share (t - 1): yes, e.g. M = identity
     assert not readout_exists(5, shares, slot=1)  # the smaller share: no readout at all
@@ -340,7 +340,7 @@ def test_several_heads_the_argument_holds_at_the_notebooks_vocabulary():
     "set MHATTN_LONG_TRAINING=1 (CI runs it)",
 )
 def test_several_heads_one_head_trained_ten_times_longer_can_get_both_by_token_dependent_weights():
-    """Notebook 07, section 5: ten times longer, seed 0's single head gets both slots; seed 1's still misses one."""
+    """Notebook 08, section 5: ten times longer, seed 0's single head gets both slots; seed 1's still misses one."""
     steps = 10 * sh.STEPS
     assert steps == 3000, "the notebook quotes sh.train(1, seed=0, steps=3000)"
     model = sh.train(1, seed=0, steps=steps)

@@ -1,6 +1,6 @@
 """The trainer: the whole model's gradient, Adam, determinism, and the command line.
 
-The full retrain to the targets (4000 steps) is not run here: tests/test_induction_model.py
+The full retrain to the targets (4000 steps) is not run here: tests/learn/test_induction_model.py
 retrains with a seed no checkpoint uses (marked ``retrains``). These tests stay within a few
 seconds.
 """

@@ -14,14 +14,14 @@
 # ---
 
 # %% [markdown]
-# # 10. The layer in production
+# # 11. The layer in production
 #
 # The chapter's `MultiHeadAttention` is the layer of every Transformer. The one that
 # serves a language model computes the same numbers, but four ideas make it affordable.
 # This notebook derives each of them from what the chapter already built, shows the
 # package's code for it, checks it against the chapter's own layer, and draws what it
 # buys. The layer that gathers them is `GroupedQueryAttention`: notebook 04's module
-# with notebook 08's rotary positions (optional here), grouped key/value heads, a KV
+# with notebook 06's rotary positions (optional here), grouped key/value heads, a KV
 # cache and cross-attention, and the bridges to PyTorch's weights. With its defaults it
 # is notebook 04's module, weight for weight.
 #
@@ -72,7 +72,7 @@ rng = np.random.default_rng(8)
 #
 # ### The problem
 #
-# Notebook 06 cut the *queries* into blocks so that the weights never exist all at once.
+# Notebook 12 cut the *queries* into blocks so that the weights never exist all at once.
 # But each block still holds whole rows of scores, `seq_k` numbers per query: for a
 # context of a million tokens that is a million scores per row. To bound the memory by a
 # tile size alone, we must also cut the *keys* (and not store a `(seq_q, seq_k)` mask
@@ -399,7 +399,7 @@ print(
 
 # %% [markdown]
 # `benchmarks/bench_flash.py` shows the same from 1k to 16k tokens and times the tiles
-# against notebook 06's query blocks at
+# against notebook 12's query blocks at
 # `(batch, seq_len, d_model, heads) = (1, 4096, 256, 4)`. In NumPy both are bound by the
 # passes over the scores; the tiles, with their fixed maximum, make fewer passes, which
 # is why `FastMultiHeadAttention` uses them when no weights are asked for and the keys
@@ -408,7 +408,7 @@ print(
 #
 # ## 2. What a backward pass needs: the log-sum-exp
 #
-# Training needs gradients, and notebook 09's `attention_vjp` uses the weights $P$.
+# Training needs gradients, and notebook 07's `attention_vjp` uses the weights $P$.
 # FlashAttention never stores $P$ (that is the whole point), so its backward must
 # rebuild it, tile by tile. One number per query row makes that possible: the row's
 # *log-sum-exp*,
@@ -508,7 +508,7 @@ for chunks in ([1] * 20, [7, 1, 5, 7]):
 # %% [markdown]
 # ### Picture: what a token costs
 #
-# Count the FLOPs (notebook 06's rule: an $m \times k$ by $k \times p$ product costs
+# Count the FLOPs (notebook 12's rule: an $m \times k$ by $k \times p$ product costs
 # $2mkp$) of producing token $t$'s output, for one sequence of width $d$ = `d_model`:
 #
 # - **recomputing** the causal forward over the $t + 1$ tokens so far:
@@ -1162,7 +1162,7 @@ print(check_exercise_3(solution_tiles))
 # without the cache).
 #
 # ---
-# Previous: [09_learning_to_attend.ipynb](09_learning_to_attend.ipynb), the backward
+# Previous: [07_learning_to_attend.ipynb](07_learning_to_attend.ipynb), the backward
 # pass and a model that learns. Next: the explorer
 # ([explore.ipynb](explore.ipynb)), every control of the chapter in one place, including
-# the trained model of notebook 09.
+# the trained model of notebook 07.

@@ -30,7 +30,7 @@ from browser_path import chromium_path
 
 from mhattn.explorer.draw import DPI, FIGSIZE, SCALE, SMALL, part_widths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "explore.ipynb"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]

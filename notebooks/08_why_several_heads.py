@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 7. Why several heads?
+# # 8. Why several heads?
 #
 # Notebooks 03 and 04 split one attention layer into heads and said that the heads
 # "attend to different things". Nothing so far showed what one head *struggles* to do
@@ -137,7 +137,7 @@ print("two back   ", np.where(scored, targets[1, 0], -1))
 # The model is as small as the task allows:
 #
 # - each token becomes its embedding plus a learned **position embedding** (one row per
-#   position, added, as in the model of notebook 09; without positions no head could
+#   position, added, as in the model of notebook 07; without positions no head could
 #   tell $t - 1$ from $t - 2$);
 # - one `MultiHeadAttention` with a causal mask, the module of notebook 04, unchanged;
 # - two linear **readouts** of its output, one per slot, each giving 16 logits.
@@ -173,7 +173,7 @@ for num_heads in [1, 2, 4]:
 # ## 4. Training with the chapter's own backward pass
 #
 # Training needs the gradient of the loss with respect to every weight. The layer's
-# part comes from `MultiHeadAttention.vjp`, the backward pass that notebook 09 derives
+# part comes from `MultiHeadAttention.vjp`, the backward pass that notebook 07 derives
 # by hand and checks; here we use it as a tool. The loss is the cross-entropy of both
 # slots at every position $t \ge 2$, added; the optimiser is Adam (Kingma and Ba 2015)
 # from `mhattn.learn.train`.
@@ -302,7 +302,7 @@ for ax, (average, title) in zip(axes, panels, strict=True):
 for ax in axes[1:]:
     ax.set_ylabel("")
 fig.colorbar(image, ax=axes.tolist(), label="mean weight", fraction=0.03, pad=0.02)
-save_figure(fig, FIGURES / "07_why_several_heads.png")
+save_figure(fig, FIGURES / "08_why_several_heads.png")
 plt.show()
 
 # %% [markdown] tags=["figure-caption"]
@@ -617,5 +617,5 @@ print(check_exercise_3(solution_copied_row_accuracy))
 #   section 4.
 #
 # ---
-# Next: [notebook 08](08_positions.ipynb) looks at the position embeddings that this
+# Next: [notebook 06](06_positions.ipynb) looks at the position embeddings that this
 # model needed to tell $t - 1$ from $t - 2$.

@@ -40,7 +40,7 @@ from mhattn import (
 from mhattn.core.grad_full import layer_vjp
 
 EPS = np.finfo(np.float64).eps
-FD_STEP, FD_RTOL = 1e-6, 1e-7  # as tests/test_grad.py: truncation + rounding error ~1e-9 of the gradient's scale
+FD_STEP, FD_RTOL = 1e-6, 1e-7  # as tests/core/test_grad.py: truncation + rounding error ~1e-9 of the gradient's scale
 TORCH_ATOL = 1e-10
 
 
@@ -183,7 +183,7 @@ def test_rope_module_equals_a_per_head_loop_with_complex_rotations(shape, mask_n
     mask = MASKS[mask_name](batch, seq_len)
     expected = oracle_module(mha, x, mask)
     np.testing.assert_allclose(mha(x, mask)[0], expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
-    if num_kv_heads == num_heads:  # the rotary module of notebook 08 too
+    if num_kv_heads == num_heads:  # the rotary module of notebook 06 too
         rotary = RotaryMultiHeadAttention(d_model, num_heads, seed=1, rope=True, rope_base=100.0)
         np.testing.assert_allclose(rotary(x, mask)[0], expected, rtol=0, atol=1e-12 * max(1, np.abs(expected).max()))
     fast = FastMultiHeadAttention(d_model, num_heads, seed=1, num_kv_heads=num_kv_heads, rope=True, rope_base=100.0)

@@ -31,7 +31,7 @@ from serving import serve
 from mhattn.explorer.frame import State, compute_frame
 from mhattn.learn.shipped import load_trained
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
