@@ -166,33 +166,61 @@ def _attend_query_tile(q, K, V, mask, v_scale, tiles, first_query=None):
     out by the caller).
     """
     q = tiles.scaled_queries(q)  # (heads, rows, d_k), times 1 / sqrt(d_k)
-    fixed_max = tiles.max_is_not_needed(q, K)
-    row_max, row_sum, acc = tiles.start(q.shape[:2], fixed_max)  # running max, running sum 0, running output 0
-    stop = K.shape[-2]
-    if first_query is not None:  # causal: no query of this tile sees a key after its last query
-        stop = min(stop, first_query + q.shape[1])
+    fixed_max = tiles.max_is_not_needed(q, K)  # then m stays 0: no max, no rescaling
+    row_max, row_sum, acc = tiles.start(q.shape[:2], fixed_max)  # m = -inf (or 0), l = 0, acc = 0
+    stop = K.shape[-2] if first_query is None else min(K.shape[-2], first_query + q.shape[1])  # causal: no later key
     for start in range(0, stop, tiles.keys):
         k = slice(start, min(start + tiles.keys, stop))
-        if first_query is not None:
-            blocked = tiles.causal_blocked(first_query, q.shape[1], k)  # (1, rows, keys) or None: all allowed
-        else:
-            allowed = None if mask is None else mask[..., k]  # (heads, rows, keys)
-            if allowed is not None and not allowed.any():
-                continue  # a tile nobody may attend to adds nothing (half the tiles of a causal mask)
-            blocked = tiles.blocked_by(allowed)  # (heads, rows, keys) or None
+        blocked = _blocked_in_key_tile(mask, k, tiles, first_query, q.shape[1])  # (heads, rows, keys)
+        if blocked is SKIP:
+            continue  # a tile nobody may attend to adds nothing (half the tiles of a causal mask)
         s = tiles.scores(q, K[:, k], blocked)  # (heads, rows, keys): scaled scores, -inf where blocked
         if not fixed_max:
-            new_max = np.maximum(row_max, s.max(axis=-1))  # (heads, rows): the running max, raised by this tile
-            shift = np.where(np.isneginf(new_max), 0.0, new_max)  # a row masked so far: exp(-inf - 0) = 0, not NaN
-            alpha = np.exp(row_max - shift)  # (heads, rows): rescales what was summed against the old max
-            np.subtract(s, shift[..., None], out=s)  # a broadcast: NumPy runs it through its ufunc buffer
-            row_sum *= alpha
-            acc *= alpha[..., None]
-            row_max[...] = new_max
+            _raise_running_max(s, row_max, row_sum, acc)  # s becomes s - m_new; l and acc move to m_new
         np.exp(s, out=s)  # every exponent <= 0, or provably small
-        p, v = s, (V[:, k] if v_scale == 1 else V[:, k] * v_scale)  # (heads, rows, keys), (heads, keys, d_v)
-        row_sum += p @ tiles.ones[: p.shape[-1]]  # row sums, by BLAS (faster than p.sum(-1))
-        acc += np.matmul(p, v, out=tiles.pv[: acc.shape[0], : acc.shape[1]])  # (heads, rows, d_v)
+        v = V[:, k] if v_scale == 1 else V[:, k] * v_scale  # (heads, keys, d_v)
+        row_sum += s @ tiles.ones[: s.shape[-1]]  # row sums, by BLAS (faster than s.sum(-1))
+        acc += np.matmul(s, v, out=tiles.pv[: acc.shape[0], : acc.shape[1]])  # (heads, rows, d_v)
+    return _finish_rows(row_max, row_sum, acc)
+
+
+SKIP = object()  #: what :func:`_blocked_in_key_tile` returns for a key tile that no query may see
+
+
+def _blocked_in_key_tile(mask, k, tiles, first_query, rows):
+    """Where this tile's queries may not see the keys ``k``: a bool array, None (all allowed) or ``SKIP`` (none).
+
+    Causal tiles build their own ``(1, rows, keys)`` mask from the positions; otherwise it is
+    the ``(heads, rows, keys)`` slice of ``mask``, negated into a scratch buffer.
+    """
+    if first_query is not None:
+        return tiles.causal_blocked(first_query, rows, k)
+    allowed = None if mask is None else mask[..., k]  # (heads, rows, keys)
+    if allowed is not None and not allowed.any():
+        return SKIP
+    return tiles.blocked_by(allowed)
+
+
+def _raise_running_max(s, row_max, row_sum, acc):
+    """One step of the online softmax, in place: raise ``m`` to this tile's maximum and move ``l`` and acc to it.
+
+    ``s`` (heads, rows, keys) becomes ``s - m_new``; ``l`` and acc, summed against the old
+    ``m``, are multiplied by ``alpha = exp(m_old - m_new) <= 1``.
+    """
+    new_max = np.maximum(row_max, s.max(axis=-1))  # (heads, rows): the running max, raised by this tile
+    shift = np.where(np.isneginf(new_max), 0.0, new_max)  # a row masked so far: exp(-inf - 0) = 0, not NaN
+    alpha = np.exp(row_max - shift)  # (heads, rows): rescales what was summed against the old max
+    np.subtract(s, shift[..., None], out=s)  # a broadcast: NumPy runs it through its ufunc buffer
+    row_sum *= alpha
+    acc *= alpha[..., None]
+    row_max[...] = new_max
+
+
+def _finish_rows(row_max, row_sum, acc):
+    """Each row's output ``acc / l`` (in place) and log-sum-exp ``m + log(l)``.
+
+    A fully masked row (``l = 0``) gets the output 0 and the log-sum-exp ``-inf``.
+    """
     with np.errstate(divide="ignore"):  # log(0) = -inf for a fully masked row: the log of an empty sum
         row_lse = row_max + np.log(row_sum)
     acc /= np.where(row_sum == 0, 1, row_sum)[..., None]  # a fully masked row: 0 / 1 = 0
