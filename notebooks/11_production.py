@@ -584,9 +584,9 @@ print("mean of 2000 dropped outputs minus the plain output, largest entry:",
 # - `scaled_dot_product_attention(Q, K, V, mask)` is
 #   `F.scaled_dot_product_attention(q, k, v, attn_mask=mask)` (True = may attend, as
 #   here), and `causal_mask(seq_len)` its `is_causal=True`;
-# - `flash_attention` is one of the fused kernels that `F.scaled_dot_product_attention`
-#   picks by itself; `num_kv_heads` is its `enable_gqa=True`, and `dropout_p` its
-#   `dropout_p`;
+# - `flash_attention` computes what its fused kernels (FlashAttention, memory-efficient
+#   attention) compute, one of which `F.scaled_dot_product_attention` picks by itself;
+#   `num_kv_heads` is its `enable_gqa=True`, and `dropout_p` its `dropout_p`;
 # - `GroupedQueryAttention(d_model, num_heads)` is
 #   `nn.MultiheadAttention(d_model, num_heads, bias=False, batch_first=True)`, whose
 #   boolean masks mean True = *blocked* (notebook 02); its `in_proj_weight` and

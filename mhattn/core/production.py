@@ -1,4 +1,4 @@
-"""The full attention layer of the production notebook: grouped queries, a KV cache, cross-attention, RoPE.
+"""The full attention layer of notebook 11 (production): grouped queries, a KV cache, cross-attention, RoPE.
 
 :class:`GroupedQueryAttention` is the module a real model runs. It extends notebook 06's
 :class:`~mhattn.RotaryMultiHeadAttention` (RoPE is optional here) with what decoding and
@@ -187,7 +187,7 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
 
         ``backward(d_output)`` returns ``{"x": ..., "W_qkv": ..., "W_o": ...}``, the loss's
         gradients, each with the shape and dtype of that input. Nothing is stored on the module:
-        call it from any thread. The derivation is in :mod:`mhattn.core.grad` (notebook on learning).
+        call it from any thread. The derivation is in :mod:`mhattn.core.grad` (notebook 07).
 
         Examples
         --------

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import mhattn
 from mhattn import causal_mask, padding_mask, scaled_dot_product_attention
 from mhattn.engine import blockwise_attention, flash_attention
-from mhattn.engine.flash import attention_in_tiles
+from mhattn.engine.flash import _finish_rows, _raise_running_max, attention_in_tiles
 
 rng = np.random.default_rng(20230714)
 
@@ -324,9 +324,9 @@ def test_is_causal_gives_the_same_output_and_lse_as_the_mask(dtype):
     np.testing.assert_allclose(lse, lse_mask, rtol=0, atol=bound)
 
 
-def test_is_causal_with_the_issue_signature_and_no_keys():
+def test_is_causal_with_a_positional_none_mask_and_no_keys_gives_zeros():
     Q, K, V = random_qkv(rng, (3, 4), (0, 4))
-    output = flash_attention(Q, K, V, None, block_q=2, block_k=2, is_causal=True)  # the issue's signature
+    output = flash_attention(Q, K, V, None, block_q=2, block_k=2, is_causal=True)  # mask=None passed by position
     np.testing.assert_array_equal(output, np.zeros((3, 4)))
     _, lse = flash_attention(Q, K, V, is_causal=True, return_lse=True)
     assert np.isneginf(lse).all()
@@ -413,3 +413,44 @@ REFUSED_GIVEN_THE_OTHERS = [  # (door, the arguments of a good call, the argumen
 @pytest.mark.parametrize(("door", "good", "argument", "bad"), REFUSED_GIVEN_THE_OTHERS)
 def test_a_door_refuses_what_the_other_arguments_rule_out_and_names_it(door, good, argument, bad):
     assert_refused_by_name(door, good, argument, bad)
+
+
+# The pieces of one query tile's loop, each against the formulas of the online softmax ----------
+
+
+def test_one_online_step_gives_the_whole_rows_sums_against_its_maximum():
+    """Tile A's (m, l, acc), raised by tile B, plus B's own terms, are the row's sums against its max."""
+    s, v = 10 * rng.standard_normal((2, 3, 9)), rng.standard_normal((2, 9, 4))  # (heads, rows, keys), values
+    s[0, 0, 7] = 40.0  # a maximum that only tile B holds: alpha = exp(m_A - m) is tiny there
+    A, B = slice(0, 4), slice(4, 9)
+    row_max = s[..., A].max(axis=-1)
+    row_sum = np.exp(s[..., A] - row_max[..., None]).sum(axis=-1)
+    acc = np.exp(s[..., A] - row_max[..., None]) @ v[:, A]
+    tile = s[..., B].copy()
+    _raise_running_max(tile, row_max, row_sum, acc)
+    p = np.exp(tile)  # what the loop does next: the tile's terms, already against the new max
+    row_sum += p.sum(axis=-1)
+    acc += p @ v[:, B]
+    whole = np.exp(s - s.max(axis=-1, keepdims=True))  # the row at once, shifted by its maximum
+    eps = np.finfo(np.float64).eps
+    np.testing.assert_array_equal(row_max, s.max(axis=-1))
+    np.testing.assert_allclose(row_sum, whole.sum(axis=-1), rtol=16 * 9 * eps, atol=0)
+    np.testing.assert_allclose(acc, whole @ v, rtol=0, atol=16 * 9 * eps * np.abs(v).max() * whole.sum(-1).max())
+
+
+def test_a_row_masked_so_far_stays_finite_and_ends_as_zeros_with_an_lse_of_minus_infinity():
+    tile = np.full((1, 2, 3), -np.inf)  # two rows, every key of this tile blocked
+    tile[0, 1] = [0.5, -1.0, 2.0]  # the second row sees this tile
+    row_max, row_sum, acc = np.full((1, 2), -np.inf), np.zeros((1, 2)), np.zeros((1, 2, 4))
+    with np.errstate(invalid="raise"):  # -inf - (-inf) would be NaN
+        _raise_running_max(tile, row_max, row_sum, acc)
+    assert np.isneginf(row_max[0, 0]) and row_max[0, 1] == 2.0
+    np.testing.assert_array_equal(tile[0, 1], [-1.5, -3.0, 0.0])  # shifted by the new maximum
+    p, v = np.exp(tile), np.ones((1, 3, 4))  # what the loop does next; the blocked row's terms are exactly 0
+    row_sum += p.sum(axis=-1)
+    acc += p @ v
+    output, lse = _finish_rows(row_max, row_sum, acc)
+    np.testing.assert_array_equal(output[0, 0], 0)  # the chapter's rule: a fully masked row gives zeros
+    np.testing.assert_allclose(output[0, 1], 1, rtol=4 * np.finfo(float).eps)  # the average of values all 1
+    expected_lse = np.log(np.exp([0.5, -1.0, 2.0]).sum())
+    assert np.isneginf(lse[0, 0]) and lse[0, 1] == pytest.approx(expected_lse, rel=8 * np.finfo(float).eps)
