@@ -646,9 +646,9 @@ if torch is not None:
 # returned their partial states `(m, l, acc)`: a maximum, a sum of `exp(s - m)` and an
 # unnormalised output measured against that `m`. Write `merge(state_1, state_2)` that
 # returns the state of the whole row. A worker that saw only masked keys returns
-# `(-inf, 0.0, zeros)`. (This is how Flash-Decoding (Dao et al. 2023) splits one
-# query's long row of keys across many processors, the FlashAttention library's
-# "split-KV" kernel.)
+# `(-inf, 0.0, zeros)`. Flash-Decoding (Dao et al. 2023) merges states this way to
+# split one query's long row of keys across many processors; the FlashAttention
+# library's kernel for it is named split-KV.
 
 
 # %%
