@@ -215,6 +215,18 @@ for width in all_widths:
     top_unscaled.append(softmax(scores).max(axis=-1).mean())
     top_scaled.append(softmax(scores / math.sqrt(width)).max(axis=-1).mean())
 
+for width in (64, 1024):
+    n = int(np.log2(width))
+    print(
+        f"d_k = {width:4d}: largest weight {top_unscaled[n]:.2f} unscaled, "
+        f"{top_scaled[n]:.2f} scaled"
+    )
+
+# %% [markdown]
+# The figure below draws both measurements for every width (its plotting code is in
+# the collapsed cell).
+
+# %% jupyter={"source_hidden": true}
 fig, (ax_std, ax_top) = plt.subplots(2, 1, figsize=(7.5, 8))
 ax_std.loglog(all_widths, score_std, "o-", label="measured std of q · k")
 ax_std.loglog(
@@ -250,13 +262,6 @@ ax_top.legend(loc="center right")
 fig.tight_layout()
 save_figure(fig, FIGURES / "02_why_scale.png")
 plt.show()
-
-for width in (64, 1024):
-    n = int(np.log2(width))
-    print(
-        f"d_k = {width:4d}: largest weight {top_unscaled[n]:.2f} unscaled, "
-        f"{top_scaled[n]:.2f} scaled"
-    )
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** Why attention divides by √d_k: the spread of raw dot products grows like
@@ -525,11 +530,8 @@ plt.show()
 #
 # ## Exercises
 #
-# As in notebook 01, each exercise has a cell for your answer, holding `...` where the
-# answer goes, and a cell that checks it: it prints "not yet" while the `...` is there,
-# "correct." when your answer passes, and otherwise stops with a message that says what
-# to look at. A collapsed cell below each check holds a solution, run through the same
-# check.
+# As in notebook 01: a cell for your answer (replace the `...`), a collapsed cell that
+# checks it (run it without opening it), and a collapsed solution below.
 #
 # **Exercise 1 (predict, by hand).** One query, two keys, two values, $d_k = 2$:
 #
@@ -547,7 +549,7 @@ plt.show()
 output_prediction = ...  # e.g. np.array([[5.0, 5.0]])
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint="output_prediction should be an array of shape (1, 2).")
 def check_exercise_1(prediction):
     Q = np.array([[1.0, 0.0]])
@@ -605,7 +607,7 @@ def my_attention(Q, K, V, mask=None):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "Transpose only the last two axes of K (np.swapaxes(K, -1, -2)), and let the "
     "mask broadcast against the scores."

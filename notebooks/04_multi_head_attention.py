@@ -91,8 +91,8 @@ FIGURES = Path("..") / "figures"
 # %% [markdown]
 # ## 2. The module
 #
-# Here is the package's `forward`, the code that runs when you call the module: the
-# five steps of the formula, one line each.
+# Here is the package's whole class. `__init__` makes the weights; `forward`, the code
+# that runs when you call the module, is the five steps of the formula, one line each.
 #
 # 1. one matrix product with `W_qkv` makes the queries, keys and values of every token,
 #    and `np.split` cuts the result into `Q`, `K` and `V`;
@@ -108,21 +108,16 @@ FIGURES = Path("..") / "figures"
 # shows what they accept.
 
 # %%
-show_source(MultiHeadAttention.forward)
+show_source(MultiHeadAttention)
 
 # %% [markdown]
-# The weights are made in `__init__`: standard normal numbers from a seeded generator
-# (the same `seed` gives the same layer on every machine), multiplied by
-# $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a
-# ReLU, which throws away half of the variance. There is no ReLU here, so each entry of
-# `x @ W_qkv` sums `d_model` products of variance $2 / d_\text{model}$ and ends up with
-# about **twice** the variance of the input. Section 6 shows what that does to the
-# attention weights.
-
-# %%
-show_source(MultiHeadAttention.__init__)
-
-# %% [markdown]
+# The weights are standard normal numbers from a seeded generator (the same `seed`
+# gives the same layer on every machine), multiplied by $\sqrt{2 / d_\text{model}}$.
+# That is the "He" scale, made for layers followed by a ReLU, which throws away half of
+# the variance. There is no ReLU here, so each entry of `x @ W_qkv` sums `d_model`
+# products of variance $2 / d_\text{model}$ and ends up with about **twice** the
+# variance of the input. Section 6 shows what that does to the attention weights.
+#
 # Let us run the steps one by one on a small batch and print every shape. Every axis
 # gets a different size (batch 2, 5 tokens, `d_model` 64, 4 heads of `d_k` 16), so no
 # two axes can be confused.
@@ -484,13 +479,10 @@ print(
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise has a cell for your answer, holding `...` where the answer goes, and a
-# cell that checks it. Replace the `...`, run your cell, then run the check: it prints
-# "not yet" while the `...` is still there, "correct." when your answer passes, and
-# otherwise stops with a message that says what to look at. Below each check is a
-# collapsed cell with a solution, run through the same check; open it only after trying.
-# Use NumPy, `split_heads` and `scaled_dot_product_attention`; the point is to move the
-# columns of `W_qkv` and the rows of `W_o` yourself.
+# As in the earlier notebooks: a cell for your answer (replace the `...`), a collapsed
+# cell that checks it (run it without opening it), and a collapsed solution below. Use
+# NumPy, `split_heads` and `scaled_dot_product_attention`; the point is to take the
+# weight matrices apart yourself.
 #
 # **Exercise 1 (predict, then write): heads that cannot disagree.** Section 6 showed
 # four heads with four different patterns. They differ only because each head has its
@@ -507,7 +499,7 @@ def tied_heads(mha, source):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint=(
     "tied_heads(mha, source) returns a MultiHeadAttention of the same size, W_qkv"
     " of shape (d_model, 3 * d_model)."
@@ -527,11 +519,8 @@ def check_exercise_1(function):
     _, old_weights = mha(x)
     for h in range(mha.num_heads):
         assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
-            f"head {h}'s weights are not head {source}'s: copy head {source}'s "
-            "query "
-            "and key columns "
-            "(d_k wide, in the first and in the second third of W_qkv) into head "
-            f"{h}'s place"
+            f"head {h}'s weights are not head {source}'s: which columns of W_qkv "
+            "make a head's scores?"
         )
     # What a layer whose heads are all head `source` must compute: one head, then
     # every row block of W_o.
@@ -545,8 +534,8 @@ def check_exercise_1(function):
     # row block h reads head h
     W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)
     assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
-        "the weights are right but the output is not: copy the value columns too, "
-        "and keep W_o as it is"
+        "the weights are right but the output is not: what else does a head "
+        "take from W_qkv, and what did your layer do to W_o?"
     )
 
 
@@ -599,7 +588,7 @@ def multi_head_loop(x, mha):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "multi_head_loop(x, mha) returns (output, weights) of shapes (batch, seq_len,"
     " d_model) and (batch, num_heads, seq_len, seq_len)."
@@ -671,7 +660,7 @@ def permute_heads(mha, order):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(3, crash_hint=(
     "permute_heads(mha, order) returns a MultiHeadAttention of the same size as "
     "mha."
@@ -683,13 +672,12 @@ def check_exercise_3(function):
     old_output, old_weights = mha(x)
     new_output, new_weights = new(x)
     assert np.allclose(new_weights, old_weights[:, order]), (
-        "new head i should compute old head order[i]'s weights: move the query and "
-        "key "
-        "columns of each head"
+        "new head i should compute old head order[i]'s weights: where in W_qkv "
+        "does a head find what makes its scores?"
     )
     assert np.allclose(new_output, old_output), (
-        "the heads are reordered but the output changed: the value columns and the "
-        "rows of W_o must follow them"
+        "the heads are reordered but the output changed: what else reads or "
+        "writes a head's numbers?"
     )
 
 
@@ -727,10 +715,10 @@ print(check_exercise_3(solution_permute_heads))
 # heads (only the counts that divide `d_model` are offered), switch the mask between
 # none, causal and padding, and watch the heatmaps and the readout of row sums redraw.
 # The explorer draws its own random tokens and weights from its seed, so its pictures
-# differ from the ones above. Its `weights` switch also shows the trained two-layer
-# model of notebook 07, whose heads do mean something. (Where no Python runs, on GitHub
-# for instance, you see a still picture of the first frame; open the notebook in
-# JupyterLab or on Binder to move the controls.)
+# differ from the ones above. Its `weights` switch also shows the two-layer model
+# trained in notebook 07, whose heads do mean something (notebook 09 reads them).
+# (Where no Python runs, on GitHub for instance, you see a still picture of the first
+# frame; open the notebook in JupyterLab or on Binder to move the controls.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
