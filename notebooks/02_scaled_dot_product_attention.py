@@ -404,10 +404,9 @@ print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
 #
 # ## A query that may attend to nothing
 #
-# Sometimes a whole row of the mask is False. With *left* padding (common when a batch
-# of prompts is fed to a language model) the fillers come first. Add a causal mask and
-# every filler query may only look at itself and the positions before it, all of which
-# are fillers, so every filler's row is empty. What should their weights be?
+# Sometimes a whole row of the mask is False: a query that may attend to no key at all.
+# A sequence of length 0 in a padded batch is one such case; combining masks can make
+# others (exercise 3 finds some). What should the weights of such a query be?
 #
 # Implementations fill masked scores with one of two values, and both go wrong on such a
 # row. Here they are, written out for the demonstration (this is not package code), next

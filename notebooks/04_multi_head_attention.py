@@ -578,8 +578,8 @@ print(check_exercise_1(solution_tied_heads))
 # `mha.W_qkv`, call `scaled_dot_product_attention` on `(batch, seq_len, d_k)` arrays,
 # and collect the results. Concatenate the heads' outputs along the last axis and apply
 # `mha.W_o`. Do not use `split_heads` or `combine_heads`. Before you write it, predict
-# how many matrix products with `x` your loop makes and how many the module makes, and
-# what shape each call of `scaled_dot_product_attention` returns.
+# the shapes each call of `scaled_dot_product_attention` returns, and how the heads'
+# weights then become one array of shape `(batch, num_heads, seq_len, seq_len)`.
 
 
 # %%
@@ -602,8 +602,8 @@ def check_exercise_2(function):
     output, weights = answer
     assert np.shape(weights) == expected_weights.shape, (
         "weights should have shape (batch, num_heads, seq_len, seq_len) = "
-        f"{expected_weights.shape}; got {np.shape(weights)}. Stack the heads' "
-        "weights on axis 1."
+        f"{expected_weights.shape}; got {np.shape(weights)}: where does the axis "
+        "of the heads go?"
     )
     assert np.allclose(weights, expected_weights), (
         "the weights differ: check which columns each head's Q and K use"
@@ -621,11 +621,10 @@ print(check_exercise_2(multi_head_loop))
 
 
 # %% jupyter={"source_hidden": true, "outputs_hidden": true}
-# The prediction: the loop makes 3 * num_heads products with x (12 here, for 4 heads),
-# each (batch, seq_len, d_model) @ (d_model, d_k); the module makes one, with all 3 *
-# d_model columns at once. Each call of scaled_dot_product_attention returns an output
-# of shape (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head
-# axis, which np.stack(..., axis=1) then adds.
+# The prediction: each call of scaled_dot_product_attention returns an output of shape
+# (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head axis,
+# which np.stack(..., axis=1) then adds, after the batch. (The loop also makes
+# 3 * num_heads products with x, 12 here; the module makes one, as section 3 showed.)
 def solution_multi_head_loop(x, mha):
     d_model, d_k = mha.d_model, mha.d_k
     outputs, weights = [], []

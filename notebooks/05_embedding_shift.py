@@ -204,13 +204,19 @@ print(
 # To see that, take the shift out: centre the inputs on their own mean and the outputs
 # on theirs, then fit one PCA to the 12 centred vectors. Each arrow then shows
 # $a_i - \bar a$, how a token moves *relative to the others*. The bottom panel below
-# does that; the top one repeats the picture of section 3 for comparison.
+# does that; the top one repeats the picture of section 3 for comparison (the plotting
+# code is in the collapsed cell).
 
 # %%
 centred_in_2d, centred_out_2d, explained_centred = embedding_shift_2d(
     inputs - input_centre, outputs - output_centre
 )
+print(
+    f"the centred plane keeps {explained_centred.sum():.1%} of the variance of the 12 "
+    "centred vectors"
+)
 
+# %% jupyter={"source_hidden": true}
 fig, (ax_raw, ax_centred) = plt.subplots(2, 1, figsize=(7.5, 12), layout="constrained")
 plot_embedding_shift(
     inputs_2d,
@@ -230,10 +236,6 @@ plot_embedding_shift(
 )
 save_figure(fig, FIGURES / "05_common_shift.png")
 plt.show()
-print(
-    f"the centred plane keeps {explained_centred.sum():.1%} of the variance of the 12 "
-    "centred vectors"
-)
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** Much of what the layer does is one shift shared by all tokens: with each
@@ -259,11 +261,10 @@ print(
 # ## 5. What the picture leaves out
 #
 # The two axes keep only about 40% of the variance: most of how these vectors differ
-# happens in directions the plane does not show. Twelve points in 64 dimensions span up
-# to 11 directions, and here the variance is spread over many of them. Distances in the
-# plane are therefore only a rough guide. Every arrow, for example, is shorter in the
-# picture than in 64-D (a projection can only shorten), and by a different factor for
-# each token:
+# happens in directions the plane does not show (exercise 1 asks how many directions
+# there are). Distances in the plane are therefore only a rough guide. Every arrow, for
+# example, is shorter in the picture than in 64-D (a projection can only shorten), and
+# by a different factor for each token:
 
 # %%
 length_2d = np.linalg.norm(outputs_2d - inputs_2d, axis=1)
@@ -378,18 +379,22 @@ for name, vectors in [
 #
 # The two panels below draw each step in its own shared PCA plane. Top: input to
 # projection only, the linear map with no attention. Bottom: projection only to the real
-# output, what mixing adds; the star is the "complete mixing" point.
+# output, what mixing adds; the star is the "complete mixing" point (the plotting code
+# is in the collapsed cell).
 
 # %%
+map_2d = embedding_shift_2d(inputs, projection_only[0])  # top panel
+start_2d, end_2d, explained_mix = embedding_shift_2d(projection_only[0], outputs)
+
+# %% jupyter={"source_hidden": true}
 fig, (ax_map, ax_mix) = plt.subplots(2, 1, figsize=(7.5, 12), layout="constrained")
 plot_embedding_shift(
-    *embedding_shift_2d(inputs, projection_only[0]),
+    *map_2d,
     ax=ax_map,
     title="The linear map alone (each token attends only to itself)",
     output_label="projection only",
     label_at="outputs",  # the inputs are bunched up in the middle
 )
-start_2d, end_2d, explained_mix = embedding_shift_2d(projection_only[0], outputs)
 plot_embedding_shift(
     start_2d,
     end_2d,
