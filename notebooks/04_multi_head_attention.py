@@ -624,7 +624,8 @@ print(check_exercise_2(multi_head_loop))
 # The prediction: each call of scaled_dot_product_attention returns an output of shape
 # (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head axis,
 # which np.stack(..., axis=1) then adds, after the batch. (The loop also makes
-# 3 * num_heads products with x, 12 here; the module makes one, as section 3 showed.)
+# 3 * num_heads products with x, 12 for 4 heads; the module makes one, as section 3
+# showed.)
 def solution_multi_head_loop(x, mha):
     d_model, d_k = mha.d_model, mha.d_k
     outputs, weights = [], []

@@ -147,6 +147,15 @@ def test_05_exercise_answers(example):
     assert np.allclose(cosine, 1 / np.sqrt(1 + r**2), atol=0.15), "near-right triangles: cos ~ 1 / sqrt(1 + r^2)"
 
 
+def test_05_without_positions_shuffling_the_tokens_shuffles_the_outputs_the_same_way(example):
+    x, mha = example["x"], example["mha"]
+    order = np.random.default_rng(5).permutation(x.shape[1])
+    output, weights = mha(x)
+    shuffled_output, shuffled_weights = mha(x[:, order])
+    np.testing.assert_allclose(shuffled_output, output[:, order], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(shuffled_weights, weights[:, :, order][..., order], rtol=1e-12, atol=1e-12)
+
+
 def test_05_exercise_3_the_residual_arrows_are_shorter_but_as_long_as_the_inputs(example):
     """With the residual, an arrow is the output alone: shorter than before, not short, in 64-D and in the plane."""
     inputs, outputs = example["inputs"], example["outputs"]
