@@ -215,6 +215,18 @@ for width in all_widths:
     top_unscaled.append(softmax(scores).max(axis=-1).mean())
     top_scaled.append(softmax(scores / math.sqrt(width)).max(axis=-1).mean())
 
+for width in (64, 1024):
+    n = int(np.log2(width))
+    print(
+        f"d_k = {width:4d}: largest weight {top_unscaled[n]:.2f} unscaled, "
+        f"{top_scaled[n]:.2f} scaled"
+    )
+
+# %% [markdown]
+# The figure below draws both measurements for every width (its plotting code is in
+# the collapsed cell).
+
+# %% jupyter={"source_hidden": true}
 fig, (ax_std, ax_top) = plt.subplots(2, 1, figsize=(7.5, 8))
 ax_std.loglog(all_widths, score_std, "o-", label="measured std of q · k")
 ax_std.loglog(
@@ -250,13 +262,6 @@ ax_top.legend(loc="center right")
 fig.tight_layout()
 save_figure(fig, FIGURES / "02_why_scale.png")
 plt.show()
-
-for width in (64, 1024):
-    n = int(np.log2(width))
-    print(
-        f"d_k = {width:4d}: largest weight {top_unscaled[n]:.2f} unscaled, "
-        f"{top_scaled[n]:.2f} scaled"
-    )
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** Why attention divides by √d_k: the spread of raw dot products grows like
@@ -399,10 +404,9 @@ print("every row sums to one:", np.allclose(w_m.sum(axis=-1), 1.0))
 #
 # ## A query that may attend to nothing
 #
-# Sometimes a whole row of the mask is False. With *left* padding (common when a batch
-# of prompts is fed to a language model) the fillers come first. Add a causal mask and
-# every filler query may only look at itself and the positions before it, all of which
-# are fillers, so every filler's row is empty. What should their weights be?
+# Sometimes a whole row of the mask is False: a query that may attend to no key at all.
+# A sequence of length 0 in a padded batch is one such case; combining masks can make
+# others (exercise 3 finds some). What should the weights of such a query be?
 #
 # Implementations fill masked scores with one of two values, and both go wrong on such a
 # row. Here they are, written out for the demonstration (this is not package code), next
@@ -525,11 +529,8 @@ plt.show()
 #
 # ## Exercises
 #
-# As in notebook 01, each exercise has a cell for your answer, holding `...` where the
-# answer goes, and a cell that checks it: it prints "not yet" while the `...` is there,
-# "correct." when your answer passes, and otherwise stops with a message that says what
-# to look at. A collapsed cell below each check holds a solution, run through the same
-# check.
+# As in notebook 01: a cell for your answer (replace the `...`), a collapsed cell that
+# checks it (run it without opening it), and a collapsed solution below.
 #
 # **Exercise 1 (predict, by hand).** One query, two keys, two values, $d_k = 2$:
 #
@@ -547,7 +548,7 @@ plt.show()
 output_prediction = ...  # e.g. np.array([[5.0, 5.0]])
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint="output_prediction should be an array of shape (1, 2).")
 def check_exercise_1(prediction):
     Q = np.array([[1.0, 0.0]])
@@ -605,7 +606,7 @@ def my_attention(Q, K, V, mask=None):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "Transpose only the last two axes of K (np.swapaxes(K, -1, -2)), and let the "
     "mask broadcast against the scores."

@@ -158,7 +158,8 @@ print(
 # To draw the split, we run `split_heads` on two arrays shaped like `Q`: one holding
 # each entry's token index, one holding its column index. Colour shows the token an
 # entry came from, the number shows its column in `Q`. We will draw the same picture for
-# the buggy version below, so the drawing lives in a small function.
+# the buggy version below, so the drawing lives in a small function, `draw_split` (in
+# the collapsed cell: it is only matplotlib).
 
 # %%
 seq_len, d_model, num_heads = 4, 8, 2
@@ -166,6 +167,9 @@ seq_len, d_model, num_heads = 4, 8, 2
 token_of = np.broadcast_to(np.arange(seq_len)[None, :, None], (1, seq_len, d_model))
 # (1, 4, 8)
 column_of = np.broadcast_to(np.arange(d_model)[None, None, :], (1, seq_len, d_model))
+
+
+# %% jupyter={"source_hidden": true}
 token_colours = plt.get_cmap("Pastel1").colors[:seq_len]
 
 
@@ -215,6 +219,7 @@ def draw_split(split, title, cut="columns", head_rows="row = token"):
     return fig
 
 
+# %%
 fig = draw_split(
     lambda a: split_heads(a, num_heads),
     "split_heads(Q): each head gets every token (colour)\nand its own columns of Q "
@@ -395,11 +400,8 @@ for name, split, combine in [
 #
 # ## Exercises
 #
-# As in notebooks 01 and 02, each exercise has a cell for your answer, holding `...`
-# where the answer goes, and a cell that checks it: it prints "not yet" while the `...`
-# is there, "correct." when your answer passes, and otherwise stops with a message that
-# says what to look at. A collapsed cell below each check holds a solution, run through
-# the same check.
+# As in notebooks 01 and 02: a cell for your answer (replace the `...`), a collapsed
+# cell that checks it (run it without opening it), and a collapsed solution below.
 #
 # **Exercise 1 (predict).** Fill queries of shape `(1, 4, 6)` (four tokens,
 # `d_model = 6`) with the readable numbers `10 * t + c`, and split them into
@@ -412,7 +414,7 @@ for name, split, combine in [
 row_prediction = ...  # e.g. np.array([[0, 1], [0, 1]])
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint="row_prediction should be a 2 x 2 array of numbers.")
 def check_exercise_1(prediction):
     # (1, 4, 6)
@@ -427,17 +429,12 @@ def check_exercise_1(prediction):
         f"{prediction.shape}"
     )
     assert np.array_equal(prediction[0], right), (
-        "the correct split's row is off. Row 1 is token 1 (the tens digit); head 2 "
-        "holds columns "
-        "2 * d_k to 3 * d_k - 1 (the units digit)"
+        "the correct split's row is off: which token is row 1 of a head, and which "
+        "columns of Q does head 2 hold?"
     )
     assert np.array_equal(prediction[1], buggy), (
-        "the buggy row is off. The reshape reads the 24 numbers in memory order "
-        "(token "
-        "0's six, then token 1's, ...) "
-        "and gives each head the next 4 * 2 = 8 of them: which numbers are 18th "
-        "and "
-        "19th, counting from 0?"
+        "the buggy row is off: the reshape reads the 24 numbers in memory order "
+        "(token 0's six, then token 1's, ...). Which of them land in head 2, row 1?"
     )
 
 
@@ -478,7 +475,7 @@ def my_combine_heads(x):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "Split: reshape to (batch, seq_len, num_heads, d_k), then move the heads "
     "forward; combine: the reverse."
@@ -577,7 +574,7 @@ def split_qkv(qkv, num_heads):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(3, crash_hint=(
     "Reshape qkv to five named axes first, then transpose them into (3, batch, "
     "num_heads, seq_len, d_k)."

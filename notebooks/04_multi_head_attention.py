@@ -91,8 +91,8 @@ FIGURES = Path("..") / "figures"
 # %% [markdown]
 # ## 2. The module
 #
-# Here is the package's `forward`, the code that runs when you call the module: the
-# five steps of the formula, one line each.
+# Here is the package's whole class. `__init__` makes the weights; `forward`, the code
+# that runs when you call the module, is the five steps of the formula, one line each.
 #
 # 1. one matrix product with `W_qkv` makes the queries, keys and values of every token,
 #    and `np.split` cuts the result into `Q`, `K` and `V`;
@@ -108,21 +108,16 @@ FIGURES = Path("..") / "figures"
 # shows what they accept.
 
 # %%
-show_source(MultiHeadAttention.forward)
+show_source(MultiHeadAttention)
 
 # %% [markdown]
-# The weights are made in `__init__`: standard normal numbers from a seeded generator
-# (the same `seed` gives the same layer on every machine), multiplied by
-# $\sqrt{2 / d_\text{model}}$. That is the "He" scale, made for layers followed by a
-# ReLU, which throws away half of the variance. There is no ReLU here, so each entry of
-# `x @ W_qkv` sums `d_model` products of variance $2 / d_\text{model}$ and ends up with
-# about **twice** the variance of the input. Section 6 shows what that does to the
-# attention weights.
-
-# %%
-show_source(MultiHeadAttention.__init__)
-
-# %% [markdown]
+# The weights are standard normal numbers from a seeded generator (the same `seed`
+# gives the same layer on every machine), multiplied by $\sqrt{2 / d_\text{model}}$.
+# That is the "He" scale, made for layers followed by a ReLU, which throws away half of
+# the variance. There is no ReLU here, so each entry of `x @ W_qkv` sums `d_model`
+# products of variance $2 / d_\text{model}$ and ends up with about **twice** the
+# variance of the input. Section 6 shows what that does to the attention weights.
+#
 # Let us run the steps one by one on a small batch and print every shape. Every axis
 # gets a different size (batch 2, 5 tokens, `d_model` 64, 4 heads of `d_k` 16), so no
 # two axes can be confused.
@@ -484,13 +479,10 @@ print(
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise has a cell for your answer, holding `...` where the answer goes, and a
-# cell that checks it. Replace the `...`, run your cell, then run the check: it prints
-# "not yet" while the `...` is still there, "correct." when your answer passes, and
-# otherwise stops with a message that says what to look at. Below each check is a
-# collapsed cell with a solution, run through the same check; open it only after trying.
-# Use NumPy, `split_heads` and `scaled_dot_product_attention`; the point is to move the
-# columns of `W_qkv` and the rows of `W_o` yourself.
+# As in the earlier notebooks: a cell for your answer (replace the `...`), a collapsed
+# cell that checks it (run it without opening it), and a collapsed solution below. Use
+# NumPy, `split_heads` and `scaled_dot_product_attention`; the point is to take the
+# weight matrices apart yourself.
 #
 # **Exercise 1 (predict, then write): heads that cannot disagree.** Section 6 showed
 # four heads with four different patterns. They differ only because each head has its
@@ -507,7 +499,7 @@ def tied_heads(mha, source):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint=(
     "tied_heads(mha, source) returns a MultiHeadAttention of the same size, W_qkv"
     " of shape (d_model, 3 * d_model)."
@@ -527,11 +519,8 @@ def check_exercise_1(function):
     _, old_weights = mha(x)
     for h in range(mha.num_heads):
         assert np.allclose(tied_weights[:, h], old_weights[:, source]), (
-            f"head {h}'s weights are not head {source}'s: copy head {source}'s "
-            "query "
-            "and key columns "
-            "(d_k wide, in the first and in the second third of W_qkv) into head "
-            f"{h}'s place"
+            f"head {h}'s weights are not head {source}'s: which columns of W_qkv "
+            "make a head's scores?"
         )
     # What a layer whose heads are all head `source` must compute: one head, then
     # every row block of W_o.
@@ -545,8 +534,8 @@ def check_exercise_1(function):
     # row block h reads head h
     W_o_blocks = mha.W_o.reshape(mha.num_heads, mha.d_k, mha.d_model)
     assert np.allclose(tied_output, one_head @ W_o_blocks.sum(axis=0)), (
-        "the weights are right but the output is not: copy the value columns too, "
-        "and keep W_o as it is"
+        "the weights are right but the output is not: what else does a head "
+        "take from W_qkv, and what did your layer do to W_o?"
     )
 
 
@@ -589,8 +578,8 @@ print(check_exercise_1(solution_tied_heads))
 # `mha.W_qkv`, call `scaled_dot_product_attention` on `(batch, seq_len, d_k)` arrays,
 # and collect the results. Concatenate the heads' outputs along the last axis and apply
 # `mha.W_o`. Do not use `split_heads` or `combine_heads`. Before you write it, predict
-# how many matrix products with `x` your loop makes and how many the module makes, and
-# what shape each call of `scaled_dot_product_attention` returns.
+# the shapes each call of `scaled_dot_product_attention` returns, and how the heads'
+# weights then become one array of shape `(batch, num_heads, seq_len, seq_len)`.
 
 
 # %%
@@ -599,7 +588,7 @@ def multi_head_loop(x, mha):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "multi_head_loop(x, mha) returns (output, weights) of shapes (batch, seq_len,"
     " d_model) and (batch, num_heads, seq_len, seq_len)."
@@ -613,8 +602,8 @@ def check_exercise_2(function):
     output, weights = answer
     assert np.shape(weights) == expected_weights.shape, (
         "weights should have shape (batch, num_heads, seq_len, seq_len) = "
-        f"{expected_weights.shape}; got {np.shape(weights)}. Stack the heads' "
-        "weights on axis 1."
+        f"{expected_weights.shape}; got {np.shape(weights)}: where does the axis "
+        "of the heads go?"
     )
     assert np.allclose(weights, expected_weights), (
         "the weights differ: check which columns each head's Q and K use"
@@ -632,11 +621,11 @@ print(check_exercise_2(multi_head_loop))
 
 
 # %% jupyter={"source_hidden": true, "outputs_hidden": true}
-# The prediction: the loop makes 3 * num_heads products with x (12 here, for 4 heads),
-# each (batch, seq_len, d_model) @ (d_model, d_k); the module makes one, with all 3 *
-# d_model columns at once. Each call of scaled_dot_product_attention returns an output
-# of shape (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head
-# axis, which np.stack(..., axis=1) then adds.
+# The prediction: each call of scaled_dot_product_attention returns an output of shape
+# (batch, seq_len, d_k) and weights of shape (batch, seq_len, seq_len): no head axis,
+# which np.stack(..., axis=1) then adds, after the batch. (The loop also makes
+# 3 * num_heads products with x, 12 for 4 heads; the module makes one, as section 3
+# showed.)
 def solution_multi_head_loop(x, mha):
     d_model, d_k = mha.d_model, mha.d_k
     outputs, weights = [], []
@@ -671,7 +660,7 @@ def permute_heads(mha, order):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(3, crash_hint=(
     "permute_heads(mha, order) returns a MultiHeadAttention of the same size as "
     "mha."
@@ -683,13 +672,12 @@ def check_exercise_3(function):
     old_output, old_weights = mha(x)
     new_output, new_weights = new(x)
     assert np.allclose(new_weights, old_weights[:, order]), (
-        "new head i should compute old head order[i]'s weights: move the query and "
-        "key "
-        "columns of each head"
+        "new head i should compute old head order[i]'s weights: where in W_qkv "
+        "does a head find what makes its scores?"
     )
     assert np.allclose(new_output, old_output), (
-        "the heads are reordered but the output changed: the value columns and the "
-        "rows of W_o must follow them"
+        "the heads are reordered but the output changed: what else reads or "
+        "writes a head's numbers?"
     )
 
 
@@ -727,10 +715,10 @@ print(check_exercise_3(solution_permute_heads))
 # heads (only the counts that divide `d_model` are offered), switch the mask between
 # none, causal and padding, and watch the heatmaps and the readout of row sums redraw.
 # The explorer draws its own random tokens and weights from its seed, so its pictures
-# differ from the ones above. Its `weights` switch also shows the trained two-layer
-# model of notebook 07, whose heads do mean something. (Where no Python runs, on GitHub
-# for instance, you see a still picture of the first frame; open the notebook in
-# JupyterLab or on Binder to move the controls.)
+# differ from the ones above. Its `weights` switch also shows the two-layer model
+# trained in notebook 07, whose heads do mean something (notebook 09 reads them).
+# (Where no Python runs, on GitHub for instance, you see a still picture of the first
+# frame; open the notebook in JupyterLab or on Binder to move the controls.)
 
 # %%
 # NBVAL_IGNORE_OUTPUT

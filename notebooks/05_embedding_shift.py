@@ -204,13 +204,19 @@ print(
 # To see that, take the shift out: centre the inputs on their own mean and the outputs
 # on theirs, then fit one PCA to the 12 centred vectors. Each arrow then shows
 # $a_i - \bar a$, how a token moves *relative to the others*. The bottom panel below
-# does that; the top one repeats the picture of section 3 for comparison.
+# does that; the top one repeats the picture of section 3 for comparison (the plotting
+# code is in the collapsed cell).
 
 # %%
 centred_in_2d, centred_out_2d, explained_centred = embedding_shift_2d(
     inputs - input_centre, outputs - output_centre
 )
+print(
+    f"the centred plane keeps {explained_centred.sum():.1%} of the variance of the 12 "
+    "centred vectors"
+)
 
+# %% jupyter={"source_hidden": true}
 fig, (ax_raw, ax_centred) = plt.subplots(2, 1, figsize=(7.5, 12), layout="constrained")
 plot_embedding_shift(
     inputs_2d,
@@ -230,10 +236,6 @@ plot_embedding_shift(
 )
 save_figure(fig, FIGURES / "05_common_shift.png")
 plt.show()
-print(
-    f"the centred plane keeps {explained_centred.sum():.1%} of the variance of the 12 "
-    "centred vectors"
-)
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** Much of what the layer does is one shift shared by all tokens: with each
@@ -259,11 +261,10 @@ print(
 # ## 5. What the picture leaves out
 #
 # The two axes keep only about 40% of the variance: most of how these vectors differ
-# happens in directions the plane does not show. Twelve points in 64 dimensions span up
-# to 11 directions, and here the variance is spread over many of them. Distances in the
-# plane are therefore only a rough guide. Every arrow, for example, is shorter in the
-# picture than in 64-D (a projection can only shorten), and by a different factor for
-# each token:
+# happens in directions the plane does not show (exercise 1 asks how many directions
+# there are). Distances in the plane are therefore only a rough guide. Every arrow, for
+# example, is shorter in the picture than in 64-D (a projection can only shorten), and
+# by a different factor for each token:
 
 # %%
 length_2d = np.linalg.norm(outputs_2d - inputs_2d, axis=1)
@@ -378,18 +379,22 @@ for name, vectors in [
 #
 # The two panels below draw each step in its own shared PCA plane. Top: input to
 # projection only, the linear map with no attention. Bottom: projection only to the real
-# output, what mixing adds; the star is the "complete mixing" point.
+# output, what mixing adds; the star is the "complete mixing" point (the plotting code
+# is in the collapsed cell).
 
 # %%
+map_2d = embedding_shift_2d(inputs, projection_only[0])  # top panel
+start_2d, end_2d, explained_mix = embedding_shift_2d(projection_only[0], outputs)
+
+# %% jupyter={"source_hidden": true}
 fig, (ax_map, ax_mix) = plt.subplots(2, 1, figsize=(7.5, 12), layout="constrained")
 plot_embedding_shift(
-    *embedding_shift_2d(inputs, projection_only[0]),
+    *map_2d,
     ax=ax_map,
     title="The linear map alone (each token attends only to itself)",
     output_label="projection only",
     label_at="outputs",  # the inputs are bunched up in the middle
 )
-start_2d, end_2d, explained_mix = embedding_shift_2d(projection_only[0], outputs)
 plot_embedding_shift(
     start_2d,
     end_2d,
@@ -527,11 +532,8 @@ print(np.abs(input_axes @ output_axes.T))
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise has a cell for your answer, holding `...` where the answer goes, and a
-# cell that checks it. Replace the `...`, run your cell, then run the check: it prints
-# "not yet" while the `...` is still there, "correct." when your answer passes, and
-# otherwise stops with a message that says what to look at. Below each check is a
-# collapsed cell with a solution, run through the same check; open it only after trying.
+# As in the earlier notebooks: a cell for your answer (replace the `...`), a collapsed
+# cell that checks it (run it without opening it), and a collapsed solution below.
 #
 # **Exercise 1 (predict, then compute).** Section 3's plane keeps 40% of the variance of
 # the 12 stacked vectors. First predict: what is the largest number of principal
@@ -544,7 +546,7 @@ print(np.abs(input_axes @ output_axes.T))
 components_for_90 = ...  # your answer: an int
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint="components_for_90 should be a whole number.")
 def check_exercise_1(answer):
     centred = stacked - stacked.mean(axis=0)
@@ -559,7 +561,7 @@ def check_exercise_1(answer):
         f"{answer} components keep only {kept[answer - 1]:.1%}: you need more"
     )
     assert answer == 1 or kept[answer - 2] < 0.9, (
-        f"{answer - 1} components already keep 90%: the smallest number?"
+        "fewer components already keep 90%: the smallest number?"
     )
 
 
@@ -583,10 +585,9 @@ print(check_exercise_1(solution_components_for_90))
 # **Exercise 2 (predict, then write).** Section 6 imagined *uniform* attention, every
 # token giving weight $1/6$ to every token in every head, but never built it. You can,
 # by changing the layer's weights only: zero one block of columns of `W_qkv`. First
-# predict: which block, and where do the six outputs then land in the bottom panel of
-# the mixing picture? Then write `uniform_layer(mha)`, which returns a **new**
-# `MultiHeadAttention` whose weights are uniform on every input, leaving `mha`
-# unchanged. (Section 3 of notebook 04 gives the layout of `W_qkv`.)
+# predict: which block, and why that one? Then write `uniform_layer(mha)`, which
+# returns a **new** `MultiHeadAttention` whose weights are uniform on every input,
+# leaving `mha` unchanged. (Section 3 of notebook 04 gives the layout of `W_qkv`.)
 
 
 # %%
@@ -595,7 +596,7 @@ def uniform_layer(mha):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "uniform_layer(mha) returns a MultiHeadAttention of the same size as mha."
 ))
@@ -613,14 +614,12 @@ def check_exercise_2(function):
     )
     new_output, new_weights = layer(x)
     assert np.allclose(new_weights, 1 / seq_len), (
-        "the weights are not uniform. A softmax row is uniform when all its scores "
-        "are "
-        "equal: "
-        "which columns of W_qkv make the scores, and what makes every score 0?"
+        "the weights are not uniform: when does a softmax give every key the same "
+        "weight?"
     )
     assert np.allclose(new_output, all_mixed), (
-        "the weights are uniform, but the outputs are not the complete-mixing "
-        "point: keep the value columns and W_o as they were"
+        "the weights are uniform, but the outputs are not what mha's own values "
+        "give under uniform weights: change only what the weights depend on"
     )
 
 
@@ -660,7 +659,7 @@ print(check_exercise_2(solution_uniform_layer))
 residual_cosine = ...  # your answer: an array of shape (6,)
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(3, crash_hint="residual_cosine should hold one number per position.")
 def check_exercise_3(answer):
     after = inputs + outputs
@@ -690,8 +689,10 @@ print(check_exercise_3(residual_cosine))
 # sum turns each token by 40 to 65 degrees. Pos 3 is lowest (0.43): its output is among
 # the longest relative to its input and points a little against it (cosine -0.23).
 # So the residual does not keep the tokens near their inputs here; what it keeps is the
-# input itself, one term of the sum, which the next layer can still read. In the
-# picture the arrows get shorter, but not short.
+# input itself, one term of the sum, which the next layer can still read. The arrows
+# get shorter, but not short: in 64-D each is now the output alone, 7.2 to 11.6 long
+# (section 3's arrows were 10.1 to 14.5), as long as the inputs (6.9 to 9.4). The
+# plane shortens each by its own factor: pos 5's looks tiny (1.5), yet it is 7.2.
 solution_residual_cosine = cosine(inputs, inputs + outputs)
 print(check_exercise_3(solution_residual_cosine))
 ax = plot_embedding_shift(
@@ -702,12 +703,12 @@ ax = plot_embedding_shift(
 plt.show()
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** With the residual connection each token keeps its input and adds the
-# layer's output: the arrows are shorter and each token stays near where it started.
+# **Figure.** The picture exercise 3 asks for, drawn by its solution: each token's
+# input and its input + output, in one PCA plane fitted to both.
 #
-# <!-- alt: Scatter plot of six hollow circles, each with a short coloured arrow to a
-# filled circle labelled input + output; the arrows point up and to the right for pos 1,
-# 3 and 4, left for pos 2, right for pos 0, and pos 5's is the shortest. -->
+# <!-- alt: Scatter plot of six hollow circles, each with a coloured arrow to a filled
+# circle labelled input + output; the arrows point up and to the right for pos 1, 3 and
+# 4, left for pos 2, right for pos 0, and pos 5's is the shortest. -->
 
 # %% [markdown]
 # ---
@@ -716,7 +717,7 @@ plt.show()
 # The same picture, live: change `seq_len`, the number of heads, the mask or the seed,
 # and watch the arrows move next to the heatmaps of every head. The explorer draws its
 # own random tokens and weights from its seed, so its pictures differ from the ones
-# above. Switch its weights to the trained model of notebook 07 to see the same picture
+# above. Switch its weights to the model trained in notebook 07 to see the same picture
 # for a layer that has learned something. (Where no Python runs, on GitHub for instance,
 # you see a still picture of the first frame; open the notebook in JupyterLab or on
 # Binder to move the controls.)
@@ -765,10 +766,7 @@ explorer(d_model=64, num_heads=4, seq_len=6)
 # and the weights that do the mixing come from their "QK circuits".
 #
 # ---
-# Next: [12_efficiency.ipynb](12_efficiency.ipynb), optional systems material, measures
-# what makes this code fast and runs attention in memory that grows linearly with the
-# sequence; or go straight on to
-# [08_why_several_heads.ipynb](08_why_several_heads.ipynb), which asks what several
-# heads learn easily that one head of the same width struggles with. The explorer also
-# runs on its own, as an app ([explore.ipynb](explore.ipynb)):
-# `voila notebooks/explore.ipynb`.
+# Next: [06_positions.ipynb](06_positions.ipynb). Nothing in this layer knows which
+# token came first: shuffle the tokens and the outputs are shuffled the same way. The
+# next notebook gives attention a sense of order. The explorer also runs on its own, as
+# an app ([explore.ipynb](explore.ipynb)): `voila notebooks/explore.ipynb`.

@@ -147,6 +147,34 @@ def test_05_exercise_answers(example):
     assert np.allclose(cosine, 1 / np.sqrt(1 + r**2), atol=0.15), "near-right triangles: cos ~ 1 / sqrt(1 + r^2)"
 
 
+def test_05_without_positions_shuffling_the_tokens_shuffles_the_outputs_the_same_way(example):
+    x, mha = example["x"], example["mha"]
+    order = np.random.default_rng(5).permutation(x.shape[1])
+    output, weights = mha(x)
+    shuffled_output, shuffled_weights = mha(x[:, order])
+    np.testing.assert_allclose(shuffled_output, output[:, order], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(shuffled_weights, weights[:, :, order][..., order], rtol=1e-12, atol=1e-12)
+
+
+def test_05_exercise_3_the_residual_arrows_are_shorter_but_as_long_as_the_inputs(example):
+    """With the residual, an arrow is the output alone: shorter than before, not short, in 64-D and in the plane."""
+    inputs, outputs = example["inputs"], example["outputs"]
+    lengths = {
+        "output": np.linalg.norm(outputs, axis=1),  # input -> input + output
+        "before": np.linalg.norm(outputs - inputs, axis=1),  # section 3's arrows
+        "input": np.linalg.norm(inputs, axis=1),
+    }
+    quoted_ranges = {"output": ("7.2", "11.6"), "before": ("10.1", "14.5"), "input": ("6.9", "9.4")}
+    for name, (low, high) in quoted_ranges.items():
+        assert quoted(lengths[name].min(), low) and quoted(lengths[name].max(), high), name
+    assert (lengths["output"] < lengths["before"]).all(), "every arrow gets shorter"
+    start_2d, end_2d, _ = embedding_shift_2d(inputs, inputs + outputs)
+    inputs_2d, outputs_2d, _ = embedding_shift_2d(inputs, outputs)  # section 3's picture
+    in_plane = np.linalg.norm(end_2d - start_2d, axis=1)
+    assert (in_plane < np.linalg.norm(outputs_2d - inputs_2d, axis=1)).all(), "shorter in the picture too"
+    assert in_plane.argmin() == 5 and quoted(in_plane[5], "1.5") and quoted(lengths["output"][5], "7.2")
+
+
 # Notebook 12 ---------------------------------------------------------------------------------
 
 

@@ -11,7 +11,9 @@ import ast
 import builtins
 import contextlib
 import importlib
+import importlib.util
 import io
+import json
 import math
 import os
 import pkgutil
@@ -1192,3 +1194,70 @@ def test_listing_lengths_count_the_code_between_the_fences():
 def test_every_listing_fits_25_lines(name):
     lengths = listing_lengths(read_ipynb(name))
     assert max(lengths, default=0) <= LISTING_LINES, f"{name} shows listings of {sorted(lengths)} lines"
+
+# The core five: each read in one sitting, no exercise answered before the reader tries ----------
+
+CORE = [
+    "01_softmax",
+    "02_scaled_dot_product_attention",
+    "03_splitting_heads",
+    "04_multi_head_attention",
+    "05_embedding_shift",
+]
+
+
+def book_build():
+    """book/build.py as a module (it is a script, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("book_build_for_notebooks", ROOT / "book" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_core_notebook_reads_in_at_most_40_minutes_by_the_books_estimate(name):
+    notebook = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
+    assert book_build().reading_minutes(notebook) <= 40
+
+
+@pytest.mark.parametrize("name", CORE)
+def test_core_notebook_keeps_every_exercise_check_in_a_collapsed_cell(name):
+    """A visible checker shows what it compares with: the answer, before the reader tries."""
+    for half in (jupytext.read(NOTEBOOKS / f"{name}.py"), read_ipynb(name)):
+        checks = [cell for cell in half.cells if cell.cell_type == "code" and CHECKER.match(cell.source)]
+        assert checks, f"{name}: no exercise checks found"
+        for cell in checks:
+            number = CHECKER.match(cell.source).group(1)
+            assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, (
+                f"{name}, exercise {number}: the check's cell should be collapsed"
+            )
+
+
+# What no failure message of a check may say: the answer the reader is asked to find.
+SPOILERS = {
+    ("01_softmax", "check_exercise_1"): ["0.73", "0.27", "0 / 0"],
+    ("01_softmax", "check_exercise_3"): ["log(5)", "log 5", "998"],
+    ("02_scaled_dot_product_attention", "check_exercise_1"): ["8.0", "1.96", "0.80", "0.19"],
+    ("03_splitting_heads", "check_exercise_1"): ["14", "15", "30", "31", "2 * d_k"],
+    ("04_multi_head_attention", "check_exercise_1"): ["value columns", "W_o as it is"],
+    ("04_multi_head_attention", "check_exercise_3"): ["rows of W_o", "value columns"],
+    ("05_embedding_shift", "check_exercise_1"): ["8 components"],
+    ("05_embedding_shift", "check_exercise_2"): ["quer", "key column", "value column", "complete-mixing"],
+}
+MORE_WRONGS = {  # mistakes that reach the checks the exercise's own list of wrong answers does not
+    ("01_softmax", "check_exercise_3"): [
+        lambda x: logsumexp_solution(x) if np.max(x) > -500 else -1000.0,  # finite, but log 5 forgotten
+    ],
+}
+
+
+@pytest.mark.parametrize(("name", "checker"), sorted(SPOILERS))
+def test_a_failed_check_hints_without_giving_the_answer(run_notebook, name, checker):
+    namespace = run_notebook(name)
+    answers = next(answers for n, c, answers in EXERCISES if (n, c) == (name, checker))
+    _, _, wrongs = answers(namespace)
+    for wrong in [*wrongs, *MORE_WRONGS.get((name, checker), [])]:
+        with pytest.raises(AssertionError) as failure:
+            namespace[checker](wrong)
+        for words in SPOILERS[(name, checker)]:
+            assert words not in str(failure.value), f"{checker} of {name} says {words!r}: {failure.value}"
