@@ -1195,6 +1195,7 @@ def test_every_listing_fits_25_lines(name):
     lengths = listing_lengths(read_ipynb(name))
     assert max(lengths, default=0) <= LISTING_LINES, f"{name} shows listings of {sorted(lengths)} lines"
 
+
 # The core five: each read in one sitting, no exercise answered before the reader tries ----------
 
 CORE = [
