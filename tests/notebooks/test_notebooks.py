@@ -1155,3 +1155,40 @@ def test_notebook_source_lines_fit_88_characters(name):
     assert not found, f"notebooks/{name}.py has lines over {NOTEBOOK_LINE_LENGTH} characters: " + ", ".join(
         f"line {number} ({length})" for number, length in found
     )
+
+
+# Each listing fits on one screen, each notebook in one sitting ----------------------------------
+
+# The notebooks whose listings and reading time are held to the chapter's limits here (the path's
+# positions, why several heads, and the efficiency appendix).
+HELD_TO_LIMITS = ["06_positions", "08_why_several_heads", "12_efficiency"]
+MAX_LISTING_LINES = 25
+MAX_READING_MINUTES = 40
+
+
+def listings(nb):
+    """``(the show_source call, lines of code shown)`` for every listing among the stored outputs."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "show_source(" not in cell.source:
+            continue
+        for output in cell.outputs:
+            shown = output.get("data", {}).get("text/markdown", "")
+            if shown.startswith("```python"):
+                yield cell.source.strip(), len(shown.strip().splitlines()) - 2  # without the fences
+
+
+@pytest.mark.parametrize("name", HELD_TO_LIMITS)
+def test_every_listing_is_at_most_25_lines(name):
+    found = list(listings(read_ipynb(name)))
+    assert found, f"{name}: no listing found"
+    for call, lines in found:
+        assert 0 < lines <= MAX_LISTING_LINES, f"{name}: {call} shows {lines} lines"
+
+
+@pytest.mark.parametrize("name", HELD_TO_LIMITS)
+def test_the_books_reading_time_is_at_most_40_minutes(name):
+    spec = importlib.util.spec_from_file_location("book_build_for_limits", ROOT / "book" / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    minutes = build.reading_minutes(nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4))
+    assert minutes <= MAX_READING_MINUTES, f"{name}: {minutes} minutes"
