@@ -204,10 +204,10 @@ show_source(blocks._weigh_values)
 show_source(blocks._softmax_)
 
 # %% [markdown]
-# `FastMultiHeadAttention` is notebook 04's module with one step, `_attention`,
-# replaced: by the block loop, or by notebook 11's tiles (the online softmax) when no
-# weights are asked for and the keys are longer than one tile. The projections, the
-# heads and `W_o` are inherited unchanged:
+# `FastMultiHeadAttention` is notebook 11's `GroupedQueryAttention` with one step,
+# `_attention`, replaced: by the block loop, or by notebook 11's tiles (the online
+# softmax) when no weights are asked for and the keys are longer than one tile. The
+# projections, the heads, the positions, the cache and `W_o` are inherited unchanged:
 
 # %%
 show_source(FastMultiHeadAttention)
@@ -309,7 +309,7 @@ plt.show()
 #
 # <!-- alt: Log-scale line chart of peak memory in MiB against seq_len 128 to 2048: the
 # blue line (all scores at once) climbs from under 1 to about 190 MiB, the orange line
-# (blocks of 64 queries) from 0.2 to 2.5 MiB. -->
+# (blocks of 64 queries) from about 0.2 to 2.5 MiB. -->
 
 # %% [markdown]
 # ## 4. What limits the speed: the roofline

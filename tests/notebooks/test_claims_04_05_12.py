@@ -224,7 +224,7 @@ def test_12_peak_memory_full_is_the_weights_blocks_are_the_output_and_one_block(
 
 
 def test_12_the_memory_figures_alt_text_quotes_the_peaks_it_plots():
-    """The alt text: the full path "from under 1 to about 190 MiB", the blocks "from 0.2 to 2.5 MiB"."""
+    """The alt text: the full path "from under 1 to about 190 MiB", the blocks "from about 0.2 to 2.5 MiB"."""
     from mhattn import scaled_dot_product_attention
     from mhattn.engine import blockwise_attention
 
@@ -242,7 +242,7 @@ def test_12_the_memory_figures_alt_text_quotes_the_peaks_it_plots():
         full[n] = peak_mib(lambda Q=Q, K=K, V=V: scaled_dot_product_attention(Q, K, V))
         blocked[n] = peak_mib(lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V, block_size=64))
     assert full[128] < 1 and 185 <= full[2048] <= 195
-    assert [f"{blocked[n]:.1f}" for n in (128, 2048)] == ["0.2", "2.5"]
+    assert abs(blocked[128] - 0.2) < 0.1 and abs(blocked[2048] - 2.5) < 0.1, blocked
 
 
 def test_12_says_skip_it_once_and_sends_no_reader_to_the_tests():
