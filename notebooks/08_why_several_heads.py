@@ -178,8 +178,8 @@ for num_heads in [1, 2, 4]:
 # ## 4. Training with notebook 07's backward pass
 #
 # A training step is notebook 07's, on a smaller model. The layer's gradients come from
-# `module_vjp`, which runs `multihead_vjp` with the module's own weights, as in notebook
-# 07's training step. The loss is the cross-entropy of both slots at every position
+# notebook 07's `multihead_vjp`, called with the module's weights. The loss is the
+# cross-entropy of both slots at every position
 # $t \ge 2$, added, and its gradient is softmax minus one-hot, slot by slot. The
 # embedding lookup sums the gradients of every position that looked a token up, and
 # Adam (Kingma and Ba 2015) moves every weight.
