@@ -16,10 +16,10 @@
 # %% [markdown]
 # # 6. Where does order come from? Positions
 #
-# *The dog bit the man* and *the man bit the dog* hold the same tokens. Every layer so
-# far computed its scores from the vectors it was given; only the learned position table
-# of notebook 08 told them where a token *stands*. This notebook shows, with numbers,
-# that attention alone cannot tell the two sentences apart, and then the three ways a
+# *The dog bit the man* and *the man bit the dog* hold the same tokens. Every layer of
+# notebooks 01 to 05 computed its scores from the vectors it was given, and nothing in
+# those vectors said where a token *stands*. This notebook shows, with numbers, that
+# attention alone cannot tell the two sentences apart, and then the three ways a
 # Transformer is told where each token is.
 #
 # **In this notebook you will learn**
@@ -33,7 +33,6 @@
 # - rotary embeddings (RoPE), used by Llama, Mistral, Qwen and Gemma: rotate queries and
 #   keys by their positions, and every score depends only on the *distance* $i - j$;
 # - the two pairing conventions of RoPE, and the fixed column permutation between them;
-# - how RoPE meets the KV cache, grouped queries and the backward pass in `mhattn`;
 # - what a causal mask can tell a model without any positions, and what it cannot.
 
 # %%
@@ -52,7 +51,6 @@ from mhattn import (
     rope_angles,
     sinusoidal_encoding,
 )
-from mhattn.learn import load_trained
 from mhattn.pictures import exercise, not_yet, show_source
 
 np.set_printoptions(precision=3, suppress=True)
@@ -181,19 +179,22 @@ print("off the 2 x 2 blocks, M is zero:",
 #
 # ## 3. Learned encodings, and their limit
 #
-# The other choice in Vaswani et al. (and the one of GPT-2, of notebook 08's two-slot
-# model, and of the small model of notebook 07) is a table with one *learned* row per
-# position, `pos[t]`, added to token $t$. They report nearly identical results for the
-# two. A table has one limit that no training removes: it has `max_len` rows, and
-# position `max_len` has none.
+# The other choice in Vaswani et al. (and the one of GPT-2, and of the small models that
+# notebooks 07 and 08 train) is a table with one *learned* row per position, `pos[t]`,
+# added to token $t$. Training sets its numbers like any other weight; here they are
+# random, since only the table's shape matters. Vaswani et al. report nearly identical
+# results for the two kinds. A table has one limit that no training removes: it has
+# `max_len` rows, and position `max_len` has none.
 
 # %%
-model = load_trained()  # notebook 07's two-layer model
-print("learned position table:", model.pos.shape, "= (max_len, d_model)")
+max_len, d_model = 32, 16
+table_rng = np.random.default_rng(1)  # its own generator: rng's draws stay as they were
+pos = table_rng.standard_normal((max_len, d_model))  # (max_len, d_model): row t for t
+tokens = table_rng.standard_normal((max_len + 1, d_model))  # one token too many
 try:
-    model(np.zeros(model.max_len + 1, dtype=int))  # one token too many
-except ValueError as error:
-    print(f"{model.max_len + 1} tokens:", type(error).__name__)
+    tokens + pos[np.arange(max_len + 1)]  # position t gets row t
+except IndexError as error:
+    print(f"{max_len + 1} tokens:", error)
 
 # %% [markdown]
 # Sinusoidal encodings can be computed for any position, but that does not make a model
@@ -332,10 +333,6 @@ print(
 )
 
 # %% [markdown]
-# A model that writes one token at a time keeps the keys of the earlier tokens in a
-# cache; with RoPE each key is rotated once, at its own position, before it is cached,
-# and never again (the production notebook builds that cache).
-#
 # Cross-attention is refused with `rope=True`: its queries and keys come from two
 # different sequences, so "the distance between query $i$ and key $j$" has no meaning.
 #
@@ -642,3 +639,8 @@ print(check_exercise_3(solution_changed_positions))
 #   with Linear Biases Enables Input Length Extrapolation.* ICLR 2022.
 #   [arXiv:2108.12409](https://arxiv.org/abs/2108.12409). How sinusoidal, rotary and
 #   other encodings fare beyond the training length, and ALiBi.
+#
+# ---
+# Next: [07_learning_to_attend.ipynb](07_learning_to_attend.ipynb) derives the layer's
+# backward pass, checks it, and trains a small two-layer model, with a learned position
+# table, to continue a sequence that repeats.

@@ -13,67 +13,65 @@
 # ---
 
 # %% [markdown]
-# # Appendix (12). Efficiency: the same numbers, faster and in less memory
+# # 12. Appendix: efficiency and the engine
 #
-# > **Optional: systems material.** You can skip it on a first reading: notebooks 08 to
-# > 09 do not need it, and notebook 11 recalls the one idea it builds on. It is about
-# > how the computation meets the machine: how many
-# > operations a forward pass takes, what limits how fast NumPy can do them (memory
-# > bandwidth, cache sizes, BLAS threads, Python's GIL), and the *engine*,
-# > `mhattn.engine`, which computes the teaching path's numbers in memory that grows
-# > linearly with the sequence. Skip it on a first reading.
+# > **An appendix, for readers curious about the machine.** Skip it on a first reading:
+# > no other notebook needs it, and notebook 11 recalls the one idea it builds on.
 #
-# Timings depend on the machine and on whatever else it is doing. So this notebook
-# measures time in **one** cell, whose output is not compared when the notebook is
-# tested, and its text only states what holds on any machine. Every number the text
-# relies on is either exact (operation counts, bytes of memory, measured with
-# `tracemalloc`) or marked as a measurement of the machine that ran the cell; the
-# package's tests recompute the exact ones.
+# This appendix is about how the computation meets the machine: how many operations a
+# forward pass takes, what limits how fast NumPy can do them (memory bandwidth, cache
+# sizes, BLAS threads), and the *engine*, `mhattn.engine`, which computes the teaching
+# path's numbers in memory that grows linearly with the sequence. Timings depend on the
+# machine and on whatever else it is doing, so time is measured in **one** cell, whose
+# output is not compared when the notebook is tested; every other number is exact
+# (operation counts, and bytes of memory measured with `tracemalloc`).
 #
 # **What you will learn**
 #
-# - how many floating-point operations (FLOPs) one forward pass takes, why that count
-#   grows like `seq_len**2` only once `seq_len` is much larger than `2 * d_model`, and
-#   why the measured time can grow faster;
-# - the *roofline*: a compute roof, bandwidth roofs, and the arithmetic intensity that
-#   says which one limits a kernel: matrix products are compute-bound, the softmax's
-#   cheap passes memory-bound, and `exp` more expensive than it looks;
+# - how many floating-point operations (FLOPs) a forward pass takes, and why that count
+#   grows like `seq_len**2` only once `seq_len` is much larger than `2 * d_model`;
+# - the *roofline*: which kernels are limited by arithmetic and which by memory;
 # - why the engine's memory grows like `seq_len` while the weights grow like
 #   `seq_len**2`, and why its blocks of queries are sized to a core's cache;
-# - which parts of NumPy use every core (BLAS) and which use one, and why the engine
-#   nevertheless has no thread pool of its own;
-# - why float32 is faster than float64, and the NumPy 2 trap that silently turns float32
-#   attention into float64.
+# - which parts of NumPy use every core, and why the engine has no thread pool;
+# - the NumPy 2 trap that silently turns float32 attention into float64.
 
 # %%
 # %matplotlib inline
 # %config InlineBackend.figure_formats = ["png"]
 import math
-import time
-import tracemalloc
+from functools import partial
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import NullLocator
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from mhattn import MultiHeadAttention, causal_mask, scaled_dot_product_attention
 from mhattn.engine import FastMultiHeadAttention, blocks, blockwise_attention
 from mhattn.pictures import exercise, not_yet, save_figure, show_source
 
 np.set_printoptions(precision=4, suppress=True)
-# the notebooks run with notebooks/ as the working directory
-FIGURES = Path("..") / "figures"
+FIGURES = Path("..") / "figures"  # the notebooks run in notebooks/
 rng = np.random.default_rng(0)
+
+# %% [markdown]
+# Two small measuring helpers sit in the collapsed cell below: `best_time(function)`,
+# the fastest of several calls (the one least disturbed by other programs), and
+# `peak_bytes(function)`, the most bytes NumPy had allocated at any moment of the call,
+# as `tracemalloc` counts them.
+
+# %% jupyter={"source_hidden": true}
+import time
+import tracemalloc
+
+from matplotlib.ticker import NullLocator
+from threadpoolctl import threadpool_info, threadpool_limits
 
 
 def best_time(function, repeat=5, budget=0.1):
     """Seconds taken by the fastest call (after one warm-up call).
 
-    At least `repeat` calls, and more until `budget` seconds have passed (at most
-    100). The fastest run is the one least disturbed by other programs, so it is the
-    steadiest estimate of what the code itself costs.
+    At least `repeat` calls, and more until `budget` seconds have passed (at most 100).
     """
     function()
     times = []
@@ -85,9 +83,7 @@ def best_time(function, repeat=5, budget=0.1):
 
 
 def peak_bytes(function):
-    """The most bytes NumPy had allocated at any moment during `function()`, its result
-    included.
-    """
+    """The most bytes NumPy had allocated during `function()`, its result included."""
     tracemalloc.start()  # NumPy reports every array buffer it allocates to tracemalloc
     try:
         function()
@@ -97,9 +93,7 @@ def peak_bytes(function):
 
 
 def log_axis_ticks(ax, axis, values):
-    """Ticks of a log axis at exactly `values`, labelled plainly (no overlapping minor
-    labels).
-    """
+    """Ticks of a log axis at exactly `values`, labelled plainly."""
     getattr(ax, f"set_{axis}ticks")(values, [str(v) for v in values])
     getattr(ax, f"{axis}axis").set_minor_locator(NullLocator())
 
@@ -121,15 +115,12 @@ def log_axis_ticks(ax, axis, values):
 #
 # In total $F(n) = 8\,b\,n\,d^2 + 4\,b\,n^2 d$. The projections grow with $n$, attention
 # with $n^2$, and the two are equal at $n = 2d$. The softmax adds only a handful of
-# operations per score ($b H n^2$ scores), but section 4 shows that they are not the
-# cheap part.
+# operations per score, but section 4 shows that they are not the cheap part.
 
 
 # %%
 def forward_flops(batch, seq_len, d_model):
-    """FLOPs of the four matrix products of one forward pass (the softmax not
-    counted).
-    """
+    """FLOPs of the four matrix products of one forward pass (not the softmax)."""
     projections = 8 * batch * seq_len * d_model**2
     attention = 4 * batch * seq_len**2 * d_model
     return projections, attention
@@ -137,25 +128,23 @@ def forward_flops(batch, seq_len, d_model):
 
 for seq_len in (6, 128, 512, 4096):
     projections, attention = forward_flops(1, seq_len, 256)
-    print(
-        f"seq_len {seq_len:>5}, d_model 256: {(projections + attention) / 1e9:8.4f} "
-        f"GFLOP, {attention / (projections + attention):4.0%} of them in attention"
-    )
+    total = projections + attention
+    print(f"seq_len {seq_len:>5}, d_model 256: {total / 1e9:8.4f} GFLOP, "
+          f"{attention / total:4.0%} of them in attention")
 
 # %% [markdown]
 # **How fast does the cost grow?** On a log-log plot, a cost $c\,n^p$ is a straight line
-# of slope $p$. Our cost is a sum of an $n$ term and an $n^2$ term, so its slope changes
-# along the way:
+# of slope $p$. Ours is a sum of an $n$ term and an $n^2$ term, so its slope changes:
 #
 # $$
 # s(n) = \frac{d \log F}{d \log n} = \frac{8bnd^2 + 8bn^2d}{8bnd^2 + 4bn^2d}
 #      = \frac{2\,(n + d)}{n + 2d}.
 # $$
 #
-# It is close to 1 while $n \ll 2d$ (the projections dominate), exactly 1.5 at $n = 2d$,
-# and approaches 2 only when $n \gg 2d$: a slope of 1.9 needs $n = 18\,d$. So "attention
-# is quadratic" describes the cost of long sequences, not of the sizes in this chapter:
-# at `d_model = 256`, `seq_len = 2048` is only $n = 8d$.
+# It is close to 1 while $n \ll 2d$, exactly 1.5 at $n = 2d$, and approaches 2 only when
+# $n \gg 2d$: a slope of 1.9 needs $n = 18\,d$. So "attention is quadratic" describes
+# long sequences, not the sizes of this chapter. Section 5 times the forward pass at
+# two widths over these lengths:
 
 
 # %%
@@ -165,182 +154,149 @@ def flop_slope(seq_len, d_model):
 
 
 seq_lens_t = [256, 512, 1024, 2048]
-print(f"{'seq_len':>8}" + "".join(f"{n:>7}" for n in seq_lens_t))
 for d_model in (32, 256):
-    print(
-        f"d_model {d_model:>3}: n / 2d "
-        + "".join(f"{n / (2 * d_model):>6.1f}" for n in seq_lens_t)
-    )
-    print(
-        "            slope "
-        + "".join(f"{flop_slope(n, d_model):>6.2f}" for n in seq_lens_t)
-    )
-
-# %% [markdown]
-# Section 5 measures the time at both widths over these lengths: at `d_model = 32` the
-# lengths are 4 to 32 times $2d$, at `d_model = 256` only half to 4 times.
+    print(f"d_model {d_model:>3}: n / 2d", [n / (2 * d_model) for n in seq_lens_t],
+          "slope", [round(flop_slope(n, d_model), 2) for n in seq_lens_t])
 
 # %% [markdown]
 # ## 2. The engine: the same numbers, a block of queries at a time
 #
-# The teaching path computes every score at once: the weights of all heads, `batch *
-# num_heads * seq_len**2` numbers. At `seq_len = 4096` with 4 heads that is 256 MiB in
-# float32 for one sequence, and it grows fourfold with every doubling. Yet each query's
-# output needs only its own row of weights. So the engine cuts the queries into blocks
-# and runs, for one block at a time, the same three steps as
-# `scaled_dot_product_attention`: the block's scores, their softmax, the block's output.
-# A block is `block_size` query rows of one head, or by default about `BLOCK_SCORES`
-# scores (several whole heads at once when a head has fewer scores than that). Here is
-# the loop over the blocks:
+# The teaching path computes every score at once: `batch * num_heads * seq_len**2`
+# weights. At `seq_len = 4096` with 4 heads that is 256 MiB in float32 for one sequence,
+# and it grows fourfold with every doubling. Yet each query's output needs only its own
+# row of weights. So the engine cuts the queries into blocks and runs, for one block at
+# a time, the three steps of `scaled_dot_product_attention`: the block's scores, their
+# softmax, the block's output. A block is `block_size` query rows of one head, or by
+# default about `BLOCK_SCORES` scores. The loop over the blocks:
 
 # %%
 show_source(blocks.attention_in_blocks)
 
 # %% [markdown]
-# And one block. It computes what `scaled_dot_product_attention` computes, in an order
-# that touches less memory:
-#
-# - it scales the block's queries by $1/\sqrt{d_k}$ instead of scaling its scores:
-#   `rows * d_k` multiplications instead of `rows * seq_k`;
-# - the scores go into a scratch array made once and reused by every block (or straight
-#   into their rows of the weights, when the weights are asked for), and the softmax
-#   works on it in place (`_softmax_`), so the block's scores are the only score-sized
-#   array;
-# - it subtracts each row's maximum only when it must. No score can exceed the length of
-#   the longest query times the length of the longest key (the Cauchy-Schwarz
-#   inequality, $|q \cdot k| \le \lVert q \rVert\,\lVert k \rVert$). When that bound is
-#   small, `exp` can neither overflow nor lose precision, and since the factor
-#   $e^{-\max}$ cancels in the division anyway, skipping it saves two of the softmax's
-#   five passes over the scores.
+# One block computes what `scaled_dot_product_attention` computes, in an order that
+# touches less memory. It makes the block's scores, then weighs the values with them:
 
 # %%
 show_source(blocks._attend_block)
+
+# %% [markdown]
+# The scores. The block's queries are scaled by $1/\sqrt{d_k}$ instead of its scores
+# (`rows * d_k` multiplications instead of `rows * seq_k`), and the scores go into a
+# scratch array made once and reused by every block (or straight into their rows of the
+# weights, when the weights are asked for). A bound on every score comes for free: no
+# score can exceed the length of the longest query times that of the longest key
+# (Cauchy-Schwarz, $|q \cdot k| \le \lVert q \rVert\,\lVert k \rVert$).
+
+# %%
+show_source(blocks._block_scores)
+
+# %% [markdown]
+# The weighted values. When the bound is small, `exp` can neither overflow nor lose
+# precision, and since the factor $e^{-\max}$ cancels in the division anyway, the
+# softmax skips subtracting each row's maximum: two of its five passes over the scores.
+# And where it is safe, the output rows (`d_v` numbers each) are divided instead of the
+# weights (`seq_k` each): one more pass saved.
+
+# %%
+show_source(blocks._weigh_values)
 
 # %%
 show_source(blocks._softmax_)
 
 # %% [markdown]
-# `FastMultiHeadAttention` is the module of notebook 04 with the one step that notebook
-# pointed at, `_attention`, replaced: by the block loop when the weights are asked for
-# or a row of scores is short, and by notebook 11's tiles (the online softmax) when no
-# weights are asked for and the keys are longer than one tile. Everything else (the
-# projections, the heads, `W_o`, the argument checks) is inherited unchanged:
+# `FastMultiHeadAttention` is notebook 11's `GroupedQueryAttention` with one step,
+# `_attention`, replaced: by the block loop, or by notebook 11's tiles (the online
+# softmax) when no weights are asked for and the keys are longer than one tile. The
+# projections, the heads, the positions, the cache and `W_o` are inherited unchanged:
 
 # %%
 show_source(FastMultiHeadAttention)
 
 # %% [markdown]
-# The engine is only worth having if it computes the teaching path's numbers. The check
-# that matters most: the same layer, with a causal mask, blocks of 16 queries and a
-# sequence length (100) that is no multiple of 16, in float32 and float64.
+# The engine is only worth having if it computes the teaching path's numbers: the same
+# layer, with a causal mask, in float64 and float32 (both paths add the same 64-term dot
+# products in another order, so they may differ by a few dozen $\epsilon$), and
+# `blockwise_attention` with blocks of 16 queries on a length, 100, that 16 does not
+# divide.
 
 # %%
-x = rng.standard_normal((2, 100, 64))
-mask = causal_mask(100)
-# the same seed: the same weights
-teaching, fast = MultiHeadAttention(64, 4), FastMultiHeadAttention(64, 4)
-for dtype, eps in (
-    (np.float64, np.finfo(np.float64).eps),
-    (np.float32, np.finfo(np.float32).eps),
-):
+x, mask = rng.standard_normal((2, 100, 64)), causal_mask(100)
+teaching, fast = MultiHeadAttention(64, 4), FastMultiHeadAttention(64, 4)  # same seed
+for dtype in (np.float64, np.float32):
+    tolerance = 100 * np.finfo(dtype).eps
     expected, expected_weights = teaching(x.astype(dtype), mask)
     got, got_weights = fast(x.astype(dtype), mask)
     error = np.abs(got - expected).max() / np.abs(expected).max()
-    # Both paths add the same 64-term dot products in a different order: a few dozen eps
-    # at most.
-    print(
-        f"{np.dtype(dtype).name}: output dtype {got.dtype}, largest difference < 100 "
-        f"eps: {error < 100 * eps}, same weights: "
-        f"{np.allclose(got_weights, expected_weights, rtol=100 * eps, atol=100 * eps)}"
-    )
-    assert error < 100 * eps
+    same = np.allclose(got_weights, expected_weights, rtol=tolerance, atol=tolerance)
+    print(f"{got.dtype}: within 100 eps: {error < tolerance}, same weights: {same}")
 
-Q, K, V = (rng.standard_normal((2, 4, 100, 16)) for _ in range(3))
+Q, K, V = rng.standard_normal((3, 2, 4, 100, 16))
 full_output, _ = scaled_dot_product_attention(Q, K, V, mask)
 block_output = blockwise_attention(Q, K, V, mask, block_size=16)
-print(
-    "blockwise_attention, blocks of 16 == the full path:",
-    np.allclose(block_output, full_output, rtol=1e-12, atol=1e-12),
-)
+print("blocks of 16 == the full path:",
+      np.allclose(block_output, full_output, rtol=1e-12, atol=1e-12))
 
 # %% [markdown]
 # ## 3. Memory: quadratic weights, linear blocks
 #
 # How much memory does each path hold at its worst moment? `tracemalloc` sees every
-# array NumPy allocates, so its peak is an exact count of bytes, the same on every run
-# and every machine. We compare the teaching path with the block path (no weights
-# returned) over five lengths, 4 heads of width 64, blocks of 64 queries.
+# array NumPy allocates, so its peak is an exact count of bytes, the same on every run.
+# Compare the teaching path with the block path (no weights returned), 4 heads of width
+# 64, blocks of 64 queries, against two formulas: three weight matrices for the full
+# path, the output plus one block of scores for the block path.
 
 # %%
 seq_lens = [128, 256, 512, 1024, 2048]
 num_heads, d_k, block_size = 4, 64, 64
 peaks = {"full": [], "blocks": []}
-for n in seq_lens:
-    Q, K, V = (
-        rng.standard_normal((1, num_heads, n, d_k), dtype=np.float32) for _ in range(3)
-    )
-    peaks["full"].append(
-        peak_bytes(lambda Q=Q, K=K, V=V: scaled_dot_product_attention(Q, K, V))
-    )
-    peaks["blocks"].append(
-        peak_bytes(
-            lambda Q=Q, K=K, V=V: blockwise_attention(Q, K, V, block_size=block_size)
-        )
-    )
-
-MiB = 2**20
 
 
 def over(measured, formula):
-    """How far a measured peak lies above its formula, as a bound.
-
-    A bound prints the same on every NumPy version: their ufunc buffers, and so the
-    small arrays on top of the formula, differ by some KiB.
-    """
-    extra = (measured - formula) / MiB
+    """How far a peak lies above its formula, as a bound (the same on every NumPy)."""
+    extra = (measured - formula) / 2**20
     return "+ under 0.2" if 0 <= extra < 0.2 else f"+ {extra:.2f}"
 
 
-print("peak memory (MiB): the formula for each path, then what tracemalloc measured")
-print(
-    f"{'seq_len':>7} {'3 x weights':>12} {'teaching path':>14}"
-    f" {'output + 1 block':>17} {'block path':>12}"
-)
-for n, full, blocked in zip(seq_lens, peaks["full"], peaks["blocks"], strict=True):
-    weights_bytes = num_heads * n * n * 4
-    # the output and one block of scores, float32
-    floor = (num_heads * n * d_k + block_size * n) * 4
-    print(
-        f"{n:>7} {3 * weights_bytes / MiB:>12.2f} {over(full, 3 * weights_bytes):>14} "
-        f"{floor / MiB:>17.2f} {over(blocked, floor):>12}"
-    )
+for n in seq_lens:
+    Q, K, V = rng.standard_normal((3, 1, num_heads, n, d_k), dtype=np.float32)
+    peaks["full"].append(peak_bytes(partial(scaled_dot_product_attention, Q, K, V)))
+    blocked = partial(blockwise_attention, Q, K, V, block_size=block_size)
+    peaks["blocks"].append(peak_bytes(blocked))
+
+print(f"{'seq_len':>7} {'3 x weights':>12} {'full path':>12} {'output + block':>15}"
+      f" {'block path':>12}   (MiB)")
+for i, n in enumerate(seq_lens):
+    three_weights = 3 * num_heads * n * n * 4  # bytes, float32
+    output_and_block = (num_heads * n * d_k + block_size * n) * 4
+    print(f"{n:>7} {three_weights / 2**20:>12.2f} "
+          f"{over(peaks['full'][i], three_weights):>12} "
+          f"{output_and_block / 2**20:>15.2f} "
+          f"{over(peaks['blocks'][i], output_and_block):>12}")
 
 # %% [markdown]
-# The full path's peak is three times the weight matrix. The teaching code keeps its
-# steps readable, and each step of its softmax makes a new score-sized array: at the
-# worst moment the scores, the scores minus their row maximum, and the exponentials all
-# exist. It quadruples when `seq_len` doubles. The block path holds the output
-# (`seq_len * d_k` numbers per head) and one block of `block_size * seq_len` scores,
-# plus a few small arrays: it doubles.
+# Each path sits just above its formula (a few small arrays on top). The teaching code
+# keeps its steps readable, and each step of its softmax makes a new score-sized array:
+# at the worst moment the scores, the scores minus their row maximum and the
+# exponentials all exist. The block path holds the output and one block of
+# `block_size * seq_len` scores. On a log-log plot a power law is a straight line whose
+# slope is the exponent; the last three points give:
 
 # %%
+for name, values in peaks.items():
+    slope = np.polyfit(np.log(seq_lens[2:]), np.log(values[2:]), 1)[0]
+    print(f"{name:>6}: memory grows like seq_len^{slope:.1f}")
+
+# %% jupyter={"source_hidden": true}
 # Rounded as printed: a few hundred bytes of Python's own objects can differ between
 # Python versions.
-peaks_mib = {
-    name: np.round(np.array(values) / 2**20, 2) for name, values in peaks.items()
-}
+peaks_mib = {name: np.round(np.array(v) / 2**20, 2) for name, v in peaks.items()}
 fig, ax = plt.subplots(figsize=(6, 4))
 ax.loglog(seq_lens, peaks_mib["full"], "o-", label="all scores at once (teaching path)")
-ax.loglog(
-    seq_lens,
-    peaks_mib["blocks"],
-    "s-",
-    label=f"blocks of {block_size} queries (engine)",
-)
+ax.loglog(seq_lens, peaks_mib["blocks"], "s-",
+          label=f"blocks of {block_size} queries (engine)")
 log_axis_ticks(ax, "x", seq_lens)
-ax.set_xlabel("seq_len")
-ax.set_ylabel("peak memory (MiB)")
-ax.set_title(f"Peak memory of attention, {num_heads} heads, float32")
+ax.set(xlabel="seq_len", ylabel="peak memory (MiB)",
+       title=f"Peak memory of attention, {num_heads} heads, float32")
 ax.legend()
 ax.grid(True, which="major", alpha=0.3)
 fig.tight_layout()
@@ -353,195 +309,134 @@ plt.show()
 #
 # <!-- alt: Log-scale line chart of peak memory in MiB against seq_len 128 to 2048: the
 # blue line (all scores at once) climbs from under 1 to about 190 MiB, the orange line
-# (blocks of 64 queries) from 0.2 to 2.5 MiB. -->
-
-# %% [markdown]
-# On a log-log plot a power law is a straight line whose slope is the exponent. Read off
-# the last three points:
-
-# %%
-for name, values in peaks.items():
-    slope = np.polyfit(np.log(seq_lens[2:]), np.log(values[2:]), 1)[0]
-    print(f"{name:>6}: memory grows like seq_len^{slope:.1f}")
+# (blocks of 64 queries) from about 0.2 to 2.5 MiB. -->
 
 # %% [markdown]
 # ## 4. What limits the speed: the roofline
 #
-# A processor can be slow at a kernel for two different reasons: it cannot *compute* any
-# faster, or it cannot *feed* the arithmetic units with data any faster. The roofline
-# model (Williams, Waterman and Patterson 2009) puts both on one picture. Give each
-# kernel its **arithmetic intensity** $I$, the FLOPs it performs per byte it moves to or
-# from memory. Then its speed is at most
+# A processor can be slow at a kernel for two reasons: it cannot *compute* any faster,
+# or it cannot *feed* its arithmetic units with data any faster. The roofline model
+# (Williams, Waterman and Patterson 2009) puts both on one picture. Give each kernel its
+# **arithmetic intensity** $I$, the FLOPs it performs per byte it moves to or from
+# memory. Its speed is then at most
 #
 # $$
 # \text{FLOP/s} \le \min\left(P,\; B \cdot I\right),
 # $$
 #
-# where $P$ is the processor's peak compute rate (the flat *compute roof*) and $B$ the
-# bandwidth of the memory the data comes from (a sloped *bandwidth roof*; one per level:
-# main memory, cache). A kernel whose intensity lies left of the ridge point $P / B$ is
-# **memory-bound**: more arithmetic units would not help it, fewer bytes would.
-#
-# The intensities of our kernels need no measurement, only counting. For one float32
-# head block of `rows` queries against `seq_k` keys of width `d_k`:
-#
-# - the scores `q @ k.T` perform $2 \cdot \text{rows} \cdot \text{seq_k} \cdot d_k$
-#   FLOPs and move `q`, `k` and the scores: $4(\text{rows}\, d_k + \text{seq_k}\, d_k +
-#   \text{rows}\, \text{seq_k})$ bytes;
-# - one elementwise pass of the softmax (subtract, `exp`, divide) performs about one
-#   operation per score and reads and writes 4 bytes each: $I \approx 1/8$.
+# where $P$ is the peak compute rate (the flat *compute roof*) and $B$ the bandwidth of
+# the memory the data comes from (a sloped *bandwidth roof*, one per level: main memory,
+# cache). A kernel left of the ridge point $P / B$ is **memory-bound**: fewer bytes
+# would help it, more arithmetic units would not. Intensities need no measurement, only
+# counting. A product of an $m \times k$ by a $k \times p$ float32 matrix reads both and
+# writes the result once; one elementwise pass of the softmax performs about one
+# operation per score and reads and writes 4 bytes each: $I \approx 1/8$.
 
 
 # %%
 def matmul_intensity(m, k, p, itemsize=4):
-    """FLOPs per byte of an (m x k) @ (k x p) product that reads both inputs and writes
-    the output once.
-    """
+    """FLOPs per byte of an (m x k) @ (k x p) product, each matrix moved once."""
     return 2 * m * k * p / (itemsize * (m * k + k * p + m * p))
 
 
 kernels = {
-    "x @ W_qkv, seq_len 2048, d_model 256": matmul_intensity(2048, 256, 768),
-    "q @ k.T, a block of 128 queries, seq_k 2048, d_k 64": matmul_intensity(
-        128, 64, 2048
-    ),
-    "q @ k.T, one query at a time": matmul_intensity(1, 64, 2048),
-    "weights @ v, 128 queries, seq_k 2048, d_k 64": matmul_intensity(128, 2048, 64),
-    "plain 512 x 512 x 512 product": matmul_intensity(512, 512, 512),
-    "one elementwise pass of the softmax (exp)": 1 / 8,
+    "x @ W_qkv, seq_len 2048, d_model 256": (2048, 256, 768),
+    "q @ k.T, a block of 128 queries, seq_k 2048, d_k 64": (128, 64, 2048),
+    "q @ k.T, one query at a time": (1, 64, 2048),
+    "weights @ v, 128 queries, seq_k 2048, d_k 64": (128, 2048, 64),
+    "plain 512 x 512 x 512 product": (512, 512, 512),
 }
-for name, intensity in kernels.items():
-    print(f"{name:<55} {intensity:7.2f} FLOP/byte")
+for name, shape in kernels.items():
+    print(f"{name:<55} {matmul_intensity(*shape):7.2f} FLOP/byte")
+print(f"{'one elementwise pass of the softmax (exp)':<55} {1 / 8:7.2f} FLOP/byte")
 
 # %% [markdown]
-# Section 5 measures this machine's ridge point $P / B$; on current CPUs it lies between
-# about 1 and 20 FLOPs per byte for main memory, and lower for cache. The projection
-# (88 FLOPs per byte) and a plain 512 x 512 x 512 product (85) sit right of it on any of
-# them: compute-bound. A block's score product (21 for 128 queries of width 64) sits
-# near the ridge or right of it; one query at a time (0.49) would be memory-bound
-# everywhere, since it reads all of `k` for a single row of scores (exercise 3 asks how
-# many rows a block needs). The softmax's passes, at about 1/8, sit far left of every
-# ridge point: for the cheap ones (maximum, subtract, sum, divide) the arithmetic cannot
-# be the limit, and their speed is set by where the scores live. (`exp` is the
-# exception: one exponential costs a dozen or more instructions, so it can be slower
-# than memory; section 5 measures it.) A full score matrix of a long sequence is larger
-# than any cache, so each pass streams it from main memory and back. A block of scores
-# small enough to stay in a core's L2 cache makes every pass after the first read from
-# the cache instead: that is the engine's reason for sizing its blocks.
+# On current CPUs the ridge point lies between about 1 and 20 FLOPs per byte for main
+# memory, lower for cache (section 5 measures this machine's). The projection and the
+# plain product sit right of it on any of them: compute-bound. A block's score product
+# (21 for 128 queries of width 64) sits near the ridge or right of it; one query at a
+# time (0.49) would be memory-bound everywhere, since it reads all of `k` for a single
+# row of scores (exercise 3 asks how many rows a block needs). The softmax's passes, at
+# about 1/8, sit far left of every ridge: for the cheap ones (maximum, subtract, sum,
+# divide) the speed is set by where the scores live. (`exp` is the exception: one
+# exponential costs a dozen or more instructions.) A full score matrix of a long
+# sequence is larger than any cache, so each pass streams it from main memory and back;
+# a block small enough to stay in a core's L2 cache makes every pass after the first
+# read from the cache. That is why the engine sizes its blocks:
 
 # %%
-print(
-    f"the engine's default block: {blocks.BLOCK_SCORES} float32 scores = "
-    f"{blocks.BLOCK_SCORES * 4 / 2**20:g} MiB"
-)
+print(f"the engine's default block: {blocks.BLOCK_SCORES} float32 scores = "
+      f"{blocks.BLOCK_SCORES * 4 / 2**20:g} MiB")
 
 # %% [markdown]
 # 1 MiB is the L2 cache of one core on many current processors (1 to 2 MiB on recent
-# Intel and AMD cores). Where L2 is smaller (256 KiB on older Intel cores, 512 KiB on
-# AMD's Zen 2 and 3), a block spills into the L3 cache, slower than L2 but still far
-# faster than main memory. The size was measured, not guessed: the comment above
-# `BLOCK_SCORES` in `mhattn/engine/blocks.py` gives the times of blocks from 128 KiB to
-# 1 MiB (larger was faster up to 1 MiB, and gained little beyond).
-
-# %% [markdown]
+# Intel and AMD cores). Where L2 is smaller, a block spills into the L3 cache, slower
+# than L2 but still far faster than main memory. The size was measured, not guessed: the
+# comment above `BLOCK_SCORES` in `mhattn/engine/blocks.py` gives the times of blocks
+# from 128 KiB to 1 MiB.
+#
 # ## 5. The measurements
 #
-# Here is the one cell that measures time. It measures the roofs of this machine (the
-# compute roof with all BLAS threads and with one; the bandwidth of main memory and of a
-# core's cache, as seen by one NumPy elementwise pass), times the kernels of section 4
-# (`exp` also into a new array, whose cost the reading below explains), then the whole
-# forward pass of the teaching path and of the engine at the two widths of section 1.
-# The forward passes run with BLAS on one thread: that compares the two algorithms
-# rather than how well BLAS spreads small products over cores, and keeps the comparison
-# meaningful on a busy machine. The output is what the machine that last ran this
-# notebook measured; your machine will print other numbers.
+# The one cell that measures time (collapsed below; open it to read it) measures the
+# roofs of this machine (the compute roof with all BLAS threads and with one; the
+# bandwidth of main memory and of a core's cache, as seen by one NumPy elementwise
+# pass), the kernels of section 4 (`exp` also into a new array), and the forward pass of
+# the teaching path and of the engine at the two widths of section 1, with BLAS on one
+# thread, so that the two algorithms are compared, not BLAS's threading. Its output is
+# what the machine that last ran this notebook measured; yours will print other numbers.
 
-# %%
+# %% jupyter={"source_hidden": true}
 # NBVAL_IGNORE_OUTPUT
-# (Timings differ on every machine and every run: this is the notebook's only cell whose
-# output is not compared.)
+# (Timings differ on every machine and every run: the only cell whose output is not
+# compared.)
 measured = {}
 A, B = (rng.standard_normal((512, 512), dtype=np.float32) for _ in range(2))
+flops_512 = 2 * 512**3
 measured["peak, all BLAS threads"] = (
-    2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
-)
+    flops_512 / best_time(lambda: A @ B, budget=0.2) / 1e9)
 with threadpool_limits(limits=1, user_api="blas"):
     measured["peak, one BLAS thread"] = (
-        2 * 512**3 / best_time(lambda: A @ B, budget=0.2) / 1e9
-    )
-# OpenBLAS's threads spin for ~0.1 s after a product; let them sleep before one-core
-# passes
-time.sleep(0.2)
+        flops_512 / best_time(lambda: A @ B, budget=0.2) / 1e9)
+time.sleep(0.2)  # OpenBLAS's threads spin ~0.1 s after a product: let them sleep
 big = np.ones(2**24, dtype=np.float32)  # 64 MiB: far larger than any cache
-# as many numbers as one block of scores
-small = np.ones(blocks.BLOCK_SCORES, dtype=np.float32)
-measured["memory GB/s"] = (
-    big.nbytes * 2 / best_time(lambda: np.multiply(big, 1.0, out=big), repeat=3) / 1e9
-)
+small = np.ones(blocks.BLOCK_SCORES, dtype=np.float32)  # as many numbers as one block
 repeats = big.size // small.size  # the same number of bytes, from cache
-measured["cache GB/s"] = (
-    big.nbytes
-    * 2
-    / best_time(
-        lambda: [np.multiply(small, 1.0, out=small) for _ in range(repeats)], repeat=3
-    )
-    / 1e9
-)
-# all scores of 4 heads: 64 MiB
-scores = rng.standard_normal((4, 2048, 2048), dtype=np.float32)
+measured["memory GB/s"] = (
+    big.nbytes * 2 / best_time(lambda: np.multiply(big, 1.0, out=big), 3) / 1e9)
+measured["cache GB/s"] = big.nbytes * 2 / best_time(
+    lambda: [np.multiply(small, 1.0, out=small) for _ in range(repeats)], 3) / 1e9
+scores = rng.standard_normal((4, 2048, 2048), dtype=np.float32)  # 4 heads: 64 MiB
 exps = np.empty_like(scores)
 rows = blocks.BLOCK_SCORES // 2048  # the rows of one default block against 2048 keys
 block, block_exps = scores[0, :rows].copy(), np.empty((rows, 2048), dtype=np.float32)
 measured["exp Gop/s, all scores"] = (
-    scores.size / best_time(lambda: np.exp(scores, out=exps), 3) / 1e9
-)
+    scores.size / best_time(lambda: np.exp(scores, out=exps), 3) / 1e9)
 measured["exp Gop/s, all scores, new array"] = (
-    scores.size / best_time(lambda: np.exp(scores), 3) / 1e9
-)
-measured["exp Gop/s, one block"] = (
-    scores.size
-    / best_time(
-        lambda: [
-            np.exp(block, out=block_exps) for _ in range(scores.size // block.size)
-        ],
-        3,
-    )
-    / 1e9
-)
-q, k = (
-    rng.standard_normal((128, 64), dtype=np.float32),
-    rng.standard_normal((2048, 64), dtype=np.float32),
-)
-# a small product: one core, as in the engine's timing below
-with threadpool_limits(limits=1, user_api="blas"):
+    scores.size / best_time(lambda: np.exp(scores), 3) / 1e9)
+measured["exp Gop/s, one block"] = scores.size / best_time(
+    lambda: [np.exp(block, out=block_exps) for _ in range(scores.size // block.size)],
+    3) / 1e9
+q = rng.standard_normal((128, 64), dtype=np.float32)
+k = rng.standard_normal((2048, 64), dtype=np.float32)
+with threadpool_limits(limits=1, user_api="blas"):  # one core, as in the timing below
     measured["q @ k.T GFLOP/s, 128 rows, one thread"] = (
-        2 * 128 * 2048 * 64 / best_time(lambda: q @ k.T, 20) / 1e9
-    )
+        2 * 128 * 2048 * 64 / best_time(lambda: q @ k.T, 20) / 1e9)
 blas = [info for info in threadpool_info() if info.get("user_api") == "blas"]
-print(
-    f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads"
-    if blas
-    else "BLAS: not found by threadpoolctl"
-)
+print(f"BLAS: {blas[0]['internal_api']}, {blas[0]['num_threads']} threads"
+      if blas else "BLAS: not found by threadpoolctl")
 for name, value in measured.items():
     print(f"{name:<38} {value:8.1f}")
 
 times = {}
-# one core: the algorithms compared, not BLAS's threading
-with threadpool_limits(limits=1, user_api="blas"):
+with threadpool_limits(limits=1, user_api="blas"):  # the algorithms, not BLAS threads
     for d_model in (32, 256):
         for n in seq_lens_t:
             x = rng.standard_normal((1, n, d_model), dtype=np.float32)
-            teaching, fast = (
-                MultiHeadAttention(d_model, 4),
-                FastMultiHeadAttention(d_model, 4),
-            )
-            times["teaching", d_model, n] = best_time(
-                lambda x=x, m=teaching: m(x), repeat=3
-            )
+            teaching = MultiHeadAttention(d_model, 4)
+            fast = FastMultiHeadAttention(d_model, 4)
+            times["teaching", d_model, n] = best_time(lambda x=x, m=teaching: m(x), 3)
             times["engine", d_model, n] = best_time(
-                lambda x=x, m=fast: m(x, need_weights=False), repeat=3
-            )
+                lambda x=x, m=fast: m(x, need_weights=False), 3)
 
 
 def slopes(values):
@@ -558,206 +453,148 @@ for path in ("teaching", "engine"):
 for d_model in (32, 256):
     measured_slopes = slopes({n: times["teaching", d_model, n] for n in seq_lens_t})
     flop_slopes = slopes({n: sum(forward_flops(1, n, d_model)) for n in seq_lens_t})
-    print(
-        f"d_model {d_model:>3}: slopes of the teaching path "
-        + ", ".join(f"{v:.2f}" for v in measured_slopes)
-        + "; of its FLOPs "
-        + ", ".join(f"{v:.2f}" for v in flop_slopes)
-    )
-for d_model in (32, 256):
-    faster = [
-        n
-        for n in seq_lens_t
-        if times["engine", d_model, n] < times["teaching", d_model, n]
-    ]
+    print(f"d_model {d_model:>3}: slopes of the teaching path "
+          + ", ".join(f"{v:.2f}" for v in measured_slopes)
+          + "; of its FLOPs " + ", ".join(f"{v:.2f}" for v in flop_slopes))
+    faster = [n for n in seq_lens_t
+              if times["engine", d_model, n] < times["teaching", d_model, n]]
     since = [n for n in faster if all(m in faster for m in seq_lens_t if m >= n)]
-    print(
-        f"d_model {d_model:>3}: the engine was faster "
-        + (f"from seq_len {since[0]} on" if since else "at no length")
-    )
+    print(f"d_model {d_model:>3}: the engine was faster "
+          + (f"from seq_len {since[0]} on" if since else "at no length"))
 
 # %% [markdown]
-# The same measurements as two pictures. Top, the time of a forward pass against
-# `seq_len`, with the shape the FLOP count predicts drawn through the last point of each
-# teaching curve. Bottom, the roofline of this machine, with the kernels of section 4 at
-# their intensities.
+# The same measurements as two pictures (drawn by the collapsed cell below). Top, the
+# time of a forward pass against `seq_len`, with the shape of the FLOP count drawn
+# through the last point of each teaching curve. Bottom, the roofline of this machine,
+# with the kernels of section 4 at their intensities.
 
-# %%
-fig, (left, right) = plt.subplots(2, 1, figsize=(7.5, 10))
+# %% jupyter={"source_hidden": true}
+fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 10))
 for d_model, colour in ((32, "tab:blue"), (256, "tab:orange")):
     for path, style in (("teaching", "o-"), ("engine", "s--")):
         values = np.array([times[path, d_model, n] for n in seq_lens_t]) * 1e3
-        left.loglog(
-            seq_lens_t, values, style, color=colour, label=f"{path}, d_model {d_model}"
-        )
-    flops = np.array(
-        [sum(forward_flops(1, n, d_model)) for n in seq_lens_t], dtype=float
-    )
+        top.loglog(seq_lens_t, values, style, color=colour,
+                   label=f"{path}, d_model {d_model}")
+    flops = np.array([sum(forward_flops(1, n, d_model)) for n in seq_lens_t], float)
     model = flops / flops[-1] * times["teaching", d_model, seq_lens_t[-1]] * 1e3
-    left.loglog(
-        seq_lens_t,
-        model,
-        ":",
-        color="black",
-        label="FLOP count" if d_model == 32 else None,
-    )
-log_axis_ticks(left, "x", seq_lens_t)
-left.set(
-    xlabel="seq_len",
-    ylabel="time per forward pass (ms)",
-    title="Time, 4 heads, float32, one BLAS thread",
-)
-left.legend()
-left.grid(True, which="major", alpha=0.3)
+    top.loglog(seq_lens_t, model, ":", color="black",
+               label="FLOP count" if d_model == 32 else None)
+log_axis_ticks(top, "x", seq_lens_t)
+top.set(xlabel="seq_len", ylabel="time per forward pass (ms)",
+        title="Time, 4 heads, float32, one BLAS thread")
+top.legend()
+top.grid(True, which="major", alpha=0.3)
 
 intensity = np.logspace(-2, 3, 200)
 peak = max(measured["peak, all BLAS threads"], measured["peak, one BLAS thread"])
 for name, colour in (("memory GB/s", "tab:red"), ("cache GB/s", "tab:green")):
-    right.loglog(
-        intensity,
-        np.minimum(peak, measured[name] * intensity),
-        color=colour,
-        label=f"roof: {name[:-5]}",
-    )
-right.axhline(
-    measured["peak, one BLAS thread"],
-    color="grey",
-    linestyle=":",
-    label="compute roof, one thread",
-)
+    bottom.loglog(intensity, np.minimum(peak, measured[name] * intensity),
+                  color=colour, label=f"roof: {name[:-5]}")
+bottom.axhline(measured["peak, one BLAS thread"], color="grey", linestyle=":",
+               label="compute roof, one thread")
 points = {
     "512^3 product": (matmul_intensity(512, 512, 512), peak),
     "q @ k.T, 128 queries, one thread": (
         matmul_intensity(128, 64, 2048),
-        measured["q @ k.T GFLOP/s, 128 rows, one thread"],
-    ),
+        measured["q @ k.T GFLOP/s, 128 rows, one thread"]),
     "exp, all scores": (1 / 8, measured["exp Gop/s, all scores"]),
     "exp, one block": (1 / 8, measured["exp Gop/s, one block"]),
 }
 for name, (i, speed) in points.items():
-    right.loglog(i, speed, "o", label=name)
-right.set(
-    xlabel="arithmetic intensity (FLOP per byte)",
-    ylabel="GFLOP/s",
-    title="Roofline of this machine (measured)",
-)
-right.legend(loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2)
-right.grid(True, which="major", alpha=0.3)
-# not saved to figures/: its numbers differ on every run and every machine
-fig.tight_layout()
+    bottom.loglog(i, speed, "o", label=name)
+bottom.set(xlabel="arithmetic intensity (FLOP per byte)", ylabel="GFLOP/s",
+           title="Roofline of this machine (measured)")
+bottom.legend(loc="upper left", bbox_to_anchor=(0, -0.2), ncol=2)
+bottom.grid(True, which="major", alpha=0.3)
+fig.tight_layout()  # not saved to figures/: its numbers differ on every run
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** Time follows the FLOP count at long sequences, and the roofline shows why:
-# the matrix products run near the compute roof, while the elementwise exp over the
-# scores is held back by memory bandwidth.
+# **Figure.** Top: the time of a forward pass grows at least as fast as its FLOP count
+# once the sequence is long. Bottom: matrix products with many rows run near the compute
+# roof; the exponentials over the scores run far below it.
 #
 # <!-- alt: Top: log-log chart of milliseconds per forward pass against seq_len 256 to
-# 2048 for the teaching and engine paths at d_model 32 and 256, with dotted FLOP-count
-# lines; every line rises, the engine's dashed lines below the teaching ones. Bottom: a
-# roofline of GFLOP/s against arithmetic intensity, a red memory roof and a green cache
-# roof meeting a flat compute roof near 190; the 512³ product sits on the roof, q @ k.T
-# just below the dotted one-thread line, and the two exp points far down near 0.6
-# GFLOP/s at intensity 0.12. -->
+# 2048, for the teaching and engine paths at d_model 32 and 256, with dotted lines for
+# the FLOP count; every line rises with seq_len. Bottom: a log-log roofline, GFLOP/s
+# against arithmetic intensity: a red memory roof and a green cache roof rise to a flat
+# compute roof, a dotted line marks the one-thread compute roof, and four measured
+# kernels are dots: the 512-cubed product, q @ k.T, and exp on all scores and on one
+# block, both at intensity 1/8. -->
 
 # %% [markdown]
 # How to read them, on any machine:
 #
-# - **The FLOP count's slope is a floor, not the answer.** It approaches 2 only once
-#   `seq_len` is many times `2 * d_model`: at `d_model = 32` it is 1.85 to 1.96 over
-#   these lengths, at `d_model = 256` only 1.4 to 1.7 (the cell prints both slopes). The
-#   measured slopes of the teaching path are usually steeper than its FLOPs', and can
-#   pass 2. The FLOP count leaves out the softmax, whose passes over the scores also
-#   grow like `seq_len**2` and run at the speed of memory, not of the arithmetic units;
-#   in NumPy they cost as much as the matrix products. And each time the scores outgrow
-#   a level of cache, every pass over them gets slower per number. Below a few hundred
-#   tokens, fixed costs per call (Python, NumPy's dispatch, small allocations) flatten
-#   the curve instead.
-# - **Why and where the engine is faster.** It makes fewer passes over the scores (the
-#   softmax in place, no maximum to subtract when the bound allows, the scale applied to
-#   the queries), it allocates no new score-sized arrays, and its blocks keep the
-#   remaining passes in cache. (A new array of many MiB usually comes straight from the
-#   operating system, which on Linux takes a page fault for every 4 KiB page the first
-#   time it is written: compare the two `exp` lines of all scores above, into a reused
-#   array and into a new one.) So its lead grows with `seq_len`, at both widths: small
-#   or none at a few hundred tokens, where per-call costs dominate and all scores fit in
-#   cache anyway; large once the score matrix reaches 16 MiB and more (`seq_len` 1024
-#   and beyond, 4 heads), where every extra pass and every fresh array of the teaching
-#   path goes to main memory. The cell prints from which `seq_len` on it was faster
-#   here.
-# - **Cheap passes are memory-bound; `exp` is costly.** A pass with one multiplication
-#   per number runs at the bandwidth of wherever its data lives: the `memory` and
-#   `cache` lines are exactly that, and cache is several times faster. `exp` on one core
-#   sits below both roofs, on all scores and on one block alike, wherever memory is fast
-#   enough to keep up with it: counted as one operation it looks memory-bound, but one
-#   exponential costs a dozen or more instructions. So the engine's blocks speed up the
-#   cheap passes, and `exp` gains most from what the engine avoids: extra passes and new
-#   arrays.
-# - **Matrix products use every core; elementwise passes use one.** The compute roof
-#   with one BLAS thread is lower than with all of them, by up to the number of cores.
-#   NumPy's `exp`, `max` and `sum` run on a single core whatever BLAS does.
-
-# %% [markdown]
+# - **The FLOP count's slope is a floor, not the answer.** Over these lengths it is 1.85
+#   to 1.96 at `d_model = 32` and only 1.4 to 1.7 at `d_model = 256`. The measured
+#   slopes of the teaching path are usually steeper and can pass 2: the FLOP count
+#   leaves out the softmax, whose passes over the scores also grow like `seq_len**2` and
+#   run at the speed of memory, and each time the scores outgrow a level of cache every
+#   pass gets slower per number. Below a few hundred tokens, fixed costs per call
+#   (Python, NumPy's dispatch, small allocations) flatten the curve instead.
+# - **Where the engine is faster.** It makes fewer passes over the scores, allocates no
+#   new score-sized arrays, and its blocks keep the remaining passes in cache. (A new
+#   array of many MiB comes straight from the operating system, which on Linux takes a
+#   page fault for every 4 KiB page written the first time: compare the two `exp` lines
+#   of all scores.) So its lead grows with `seq_len`: small or none at a few hundred
+#   tokens, large once the score matrix reaches 16 MiB and more (`seq_len` 1024 and
+#   beyond, 4 heads). The cell prints from which `seq_len` on it was faster here.
+# - **Cheap passes are memory-bound; `exp` is costly.** The `memory` and `cache` lines
+#   are passes with one multiplication per number, and cache is several times faster.
+#   `exp` on one core sits below both roofs: counted as one operation it looks
+#   memory-bound, but one exponential costs a dozen or more instructions. So blocks
+#   speed up the cheap passes, and `exp` gains most from what the engine avoids.
+# - **Matrix products use every core; elementwise passes use one.** With several BLAS
+#   threads (the cell prints how many BLAS has), the compute roof rises above the
+#   one-thread roof, by up to the number of cores; NumPy's `exp`, `max` and `sum` run on
+#   a single core whatever BLAS does.
+#
 # ## 6. Threads: why the engine has no thread pool
 #
-# The last point suggests an obvious plan: the blocks are independent, so give them to a
-# pool of Python threads, one block per core, and let every core run the exponentials.
-# Python's global interpreter lock (GIL) does not stop this: NumPy releases it inside
-# `matmul`, `exp` and the other array loops, so several threads can run NumPy code at
-# the same time. The plan works, and it is fast on the machine it is tuned on, but it is
-# fragile everywhere else:
+# The blocks are independent: why not give them to a pool of Python threads, one block
+# per core, so that every core runs exponentials? NumPy releases Python's global
+# interpreter lock (GIL) inside `matmul`, `exp` and the other array loops, so threads
+# can run NumPy code at the same time. The plan is fast on the machine it is tuned on,
+# and fragile everywhere else:
 #
-# - **Oversubscription.** Each block's matrix products are themselves threaded by BLAS.
-#   With a pool of $T$ threads each asking BLAS for $T$ threads, $T^2$ threads fight
-#   over $T$ cores. Telling BLAS to use one thread per call needs a process-wide setting
-#   (`threadpoolctl`), which other threads can change while a call runs, and which some
-#   versions silently ignore when it is set from a thread other than the first; calls
-#   from a worker thread then ran 10 to 20 times slower.
+# - **Oversubscription.** Each block's products are threaded by BLAS too: $T$ pool
+#   threads each asking BLAS for $T$ threads put $T^2$ threads on $T$ cores. Limiting
+#   BLAS to one thread per call is a process-wide setting (`threadpoolctl`) that other
+#   threads can change while a call runs, and that some versions silently ignore when it
+#   is set from a thread other than the first.
 # - **`fork`.** A pool created before `os.fork()` (what `multiprocessing` does by
-#   default on Linux before Python 3.14) is dead in the child: the child's first large
-#   call waited forever.
+#   default on Linux before Python 3.14) is dead in the child: its first large call
+#   waits forever.
 # - **Scaling.** On a 16-core machine it got *slower* beyond 8 threads, and its memory
 #   grew with the thread count, since every thread holds a block.
 #
 # The engine therefore runs its blocks one after another on the caller's thread and
-# leaves threads to BLAS, which threads each block's matrix products. That gives up
-# parallel exponentials, and gains code that is as fast from any thread, safe after
-# `fork`, leaves no state behind and holds one block at a time.
-# `benchmarks/bench_vs_torch.py --threads N` compares it with PyTorch at any thread
-# count.
-
-# %% [markdown]
+# leaves threads to BLAS. It gives up parallel exponentials, and gains code that is as
+# fast from any thread, safe after `fork`, leaves no state behind and holds one block at
+# a time. `benchmarks/bench_vs_torch.py --threads N` compares it with PyTorch at any
+# thread count.
+#
 # ## 7. float32 instead of float64
 #
 # A float32 number takes 4 bytes, a float64 number 8. Twice as many float32 numbers fit
 # in a vector register, a cache line and a second of memory bandwidth, so float32
-# attention runs up to about twice as fast and needs half the memory. Its precision,
-# about 7 significant digits, is enough for the forward pass of a trained network;
-# training is more delicate, and mixed-precision training keeps a float32 copy of the
-# weights for exactly that reason (Micikevicius et al. 2018). The module keeps float32
-# input in float32 end to end.
+# attention runs up to about twice as fast in half the memory. Its precision, about 7
+# significant digits, is enough for the forward pass of a trained network; training is
+# more delicate, which is why mixed-precision training keeps a float32 copy of the
+# weights (Micikevicius et al. 2018).
 #
 # The speed is easy to lose. NumPy 2 keeps the precision of a NumPy *scalar*: dividing a
-# float32 array by `np.sqrt(d_k)`, which is a float64 scalar, gives a float64 array, and
-# every step after it runs at float64 speed. No error, no warning; the bug and its fix
-# differ by a few characters. `scaled_dot_product_attention` divides by
-# `math.sqrt(d_k)`, a plain Python float, which NumPy treats as "whatever precision the
-# array has".
+# float32 array by `np.sqrt(d_k)`, a float64 scalar, gives a float64 array, and every
+# step after it runs at float64 speed, with no error and no warning.
+# `scaled_dot_product_attention` divides by `math.sqrt(d_k)`, a Python float, which
+# NumPy treats as "whatever precision the array has".
 
 # %%
 scores32 = np.ones((2, 2), dtype=np.float32)
-d_k = 64
-print("scores / np.sqrt(d_k)         ->", (scores32 / np.sqrt(d_k)).dtype)
-print("scores / math.sqrt(d_k)       ->", (scores32 / math.sqrt(d_k)).dtype)
-print("scores / np.float32(8.0)      ->", (scores32 / np.float32(8.0)).dtype)
+print("scores / np.sqrt(64)    ->", (scores32 / np.sqrt(64)).dtype)
+print("scores / math.sqrt(64)  ->", (scores32 / math.sqrt(64)).dtype)
 x32 = rng.standard_normal((1, 6, 64), dtype=np.float32)
-print(
-    "MultiHeadAttention on float32 ->",
-    [a.dtype for a in MultiHeadAttention(64, 4)(x32)],
-)
-print(
-    "FastMultiHeadAttention        ->",
-    [a.dtype for a in FastMultiHeadAttention(64, 4)(x32)],
-)
+for layer in (MultiHeadAttention(64, 4), FastMultiHeadAttention(64, 4)):
+    print(f"{type(layer).__name__:<22} ->", [a.dtype for a in layer(x32)])
 
 # %% [markdown]
 # ## Summary
@@ -805,7 +642,7 @@ def predicted_peak_bytes(num_heads, seq_len, d_k, block_size):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(1, crash_hint=(
     "predicted_peak_bytes(num_heads, seq_len, d_k, block_size) returns a number "
     "of bytes."
@@ -831,12 +668,9 @@ def check_exercise_1(function):
         predicted = function(num_heads, n, d_k, rows)
         assert abs(predicted - measured) <= 0.25 * measured + 64 * 1024, (
             f"num_heads {num_heads}, seq_len {n}, d_k {d_k}, block_size {rows}: "
-            "you "
-            f"predict {predicted} bytes, "
-            f"tracemalloc measured {measured}. Which arrays exist while the last "
-            "block "
-            "runs? "
-            "(float32: 4 bytes a number; the weights are never all there)"
+            f"you predict {predicted} bytes, tracemalloc measured {measured}. Which "
+            "arrays exist while the last block runs? (float32: 4 bytes a number; "
+            "the weights are never all there)"
         )
 
 
@@ -880,7 +714,7 @@ def attention_by_query_blocks(Q, K, V, mask, block_size):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(2, crash_hint=(
     "Each block of queries needs every key and its own rows of the mask; "
     "broadcast a padding mask to the scores' shape before slicing it."
@@ -912,10 +746,8 @@ def check_exercise_2(function):
             )
             assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), (
                 f"{name}, block_size {rows}: the output differs. Each block needs "
-                "its "
-                "own rows of the mask "
-                "(a padding mask has a query axis of size 1: broadcast it to the "
-                "scores' shape before slicing rows)"
+                "its own rows of the mask (a padding mask has a query axis of size 1: "
+                "broadcast it to the scores' shape before slicing rows)"
             )
     Q32, K32, V32 = (a.astype(np.float32) for a in (Q, K, V))
     assert function(Q32, K32, V32, None, 16).dtype == np.float32, (
@@ -926,11 +758,8 @@ def check_exercise_2(function):
     weights_bytes = 4 * 1024 * 1024 * 4
     assert peak < weights_bytes / 2, (
         f"at seq_len 1024 your function held {peak / 2**20:.1f} MiB at its peak; "
-        "all "
-        "the weights take "
-        f"{weights_bytes / 2**20:.0f} MiB. Does it compute the scores of every "
-        "query "
-        "at once somewhere?"
+        f"all the weights take {weights_bytes / 2**20:.0f} MiB. Does it compute the "
+        "scores of every query at once somewhere?"
     )
 
 
@@ -984,7 +813,7 @@ def rows_to_reach(ridge, seq_k, d_k):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(3, crash_hint=(
     "rows_to_reach(ridge, seq_k, d_k) returns a whole number, or None."
 ))
@@ -1088,10 +917,7 @@ print(check_exercise_3(solution_rows_to_reach))
 # `torch.nn.MultiheadAttention` on your machine.
 #
 # ---
-# Next: [08_why_several_heads.ipynb](08_why_several_heads.ipynb) asks what several heads
-# learn easily that one head of the same width struggles with. After it,
-# [06_positions.ipynb](06_positions.ipynb) gives attention a sense of order,
-# [07_learning_to_attend.ipynb](07_learning_to_attend.ipynb) derives the layer's
-# backward pass and trains it, and [11_production.ipynb](11_production.ipynb) takes the
-# engine's idea further: tiles of keys as well as queries, with an online softmax (as in
-# FlashAttention), and a cache of keys and values for generating text.
+# This appendix ends the chapter. [11_production.ipynb](11_production.ipynb) takes the
+# engine's idea further: tiles of keys as well as queries, with an online softmax (as
+# in FlashAttention), and a cache of keys and values for generating text; the explorer
+# ([explore.ipynb](explore.ipynb)) gathers every control of the chapter in one place.

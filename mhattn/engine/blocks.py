@@ -158,34 +158,45 @@ def _attend_block(Q, K, V, mask, block, norms, scratch, output, weights):
     """Fill ``output`` (and ``weights``) for one block: some query rows of some heads."""
     outer, heads, queries = block  # an index of the outer axes, a slice of heads, a slice of queries
     key_norm, log_v_max = norms  # (...): the longest key and log max|V| of every head
-    q_in = Q[outer][heads, queries]  # (heads, rows, d_k)
+    allowed = None if mask is None else mask[outer][heads, queries]  # (heads, rows, seq_k)
+    into = None if weights is None else weights[outer][heads, queries]  # the scores go straight into the weights
+    scores, bound = _block_scores(Q[outer][heads, queries], K[outer][heads], key_norm[outer][heads].max(),
+                                  allowed, scratch, into)  # (heads, rows, seq_k)
+    _weigh_values(scores, bound, V[outer][heads], log_v_max[outer][heads].max(),
+                  output[outer][heads, queries], keep_weights=weights is not None)
+
+
+def _block_scores(q_in, K, key_norm, allowed, scratch, into):
+    """The block's scaled and masked scores (in ``into``, or in the scratch block) and a bound on them."""
     n_heads, n_rows, d_k = q_in.shape
     scale = 1 / np.sqrt(scratch.q.dtype.type(d_k))  # in the dtype: a Python float would round longdouble's
     q = np.multiply(q_in, scale, out=scratch.q[:n_heads, :n_rows])  # scaling q is cheaper than scaling scores
-    # The scores go straight into their rows of the weights, or into the scratch block.
-    scores = weights[outer][heads, queries] if weights is not None else scratch.scores[:n_heads, :n_rows]
-    np.matmul(q, K[outer][heads].swapaxes(-1, -2), out=scores)  # (heads, rows, seq_k)
-    allowed = None if mask is None else mask[outer][heads, queries]  # (heads, rows, seq_k)
+    scores = into if into is not None else scratch.scores[:n_heads, :n_rows]  # (heads, rows, seq_k)
+    np.matmul(q, K.swapaxes(-1, -2), out=scores)  # (heads, rows, seq_k)
     # Cauchy-Schwarz: |q . k| <= |q| |k|, so every score of the block lies in [-bound, bound].
-    bound = np.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm[outer][heads].max()
+    bound = np.sqrt(np.einsum("...d,...d->...", q, q).max()) * key_norm
     if not bound < np.finfo(scores.dtype).max / 2:  # rare: only then can a score have overflowed
         check_scores("blockwise attention", scores, allowed)
     if allowed is not None:
         blocked = np.logical_not(allowed, out=scratch.blocked[:n_heads, :n_rows])
         np.copyto(scores, -np.inf, where=blocked)  # exp(-inf) = 0: masked keys get exactly zero weight
+    return scores, bound
+
+
+def _weigh_values(scores, bound, V, log_v_max, out, keep_weights):
+    """``out = softmax(scores) @ V``; the softmax runs in place on ``scores``."""
     subtract_max = not bound <= safe_exponent(scores.dtype, scores.shape[-1])
     # Dividing the output rows (d_v numbers each) instead of the weights (seq_k each) saves a
     # pass over the scores, if exp(scores) @ V cannot overflow: each exp is at most 1 (max
     # subtracted) or e**bound, so each sum at most seq_k * that * max|V|.
     log_largest_exp = 0.0 if subtract_max else float(bound)
-    log_sum = math.log(max(scores.shape[-1], 1)) + log_largest_exp + log_v_max[outer][heads].max()
+    log_sum = math.log(max(scores.shape[-1], 1)) + log_largest_exp + log_v_max
     divide_output = _fits(scores.dtype, log_sum)
-    out = output[outer][heads, queries]  # (heads, rows, d_v)
     inverse = _softmax_(scores, subtract_max, normalise=not divide_output)
-    np.matmul(scores, V[outer][heads], out=out)  # (heads, rows, d_v): exp(scores) @ V, or an average of V
+    np.matmul(scores, V, out=out)  # (heads, rows, d_v): exp(scores) @ V, or an average of V
     if divide_output:
         np.multiply(out, inverse, out=out)
-        if weights is not None:  # the same output bits with and without weights
+        if keep_weights:  # the same output bits with and without weights
             np.multiply(scores, inverse, out=scores)
 
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..checks import checked, training_heads
 from ..checks.optional import require
-from ..core.grad_full import module_vjp
+from ..core.grad import multihead_vjp
 from ..core.masks import causal_mask
 from ..core.multihead import MultiHeadAttention
 from .losses import cross_entropy
@@ -157,8 +157,8 @@ def loss_and_grads(model, tokens, targets):
     """Forward and backward on one batch: the two slots' mean cross-entropies, added.
 
     ``tokens`` is ``(batch, seq_len)`` and ``targets`` ``(2, batch, seq_len)``; only positions
-    ``t >= FIRST_SCORED`` count. The backward is the chapter's own:
-    :func:`mhattn.core.grad_full.module_vjp` for the layer, :func:`mhattn.learn.losses.cross_entropy`
+    ``t >= FIRST_SCORED`` count. The backward is notebook 07's:
+    :func:`mhattn.core.grad.multihead_vjp` for the layer, :func:`mhattn.learn.losses.cross_entropy`
     for the loss. Returns the loss (float) and a dict with one gradient per entry of
     ``model.parameters()``, same shape.
 
@@ -174,7 +174,8 @@ def loss_and_grads(model, tokens, targets):
     (2, 8, 6)
     """
     h = model.embed[tokens] + model.pos  # (batch, seq_len, d_model)
-    out, _, backward = module_vjp(model.attention, h, causal_mask(model.seq_len))  # (batch, seq_len, d_model)
+    mha = model.attention
+    out, _, backward = multihead_vjp(h, mha.W_qkv, mha.W_o, mha.num_heads, causal_mask(model.seq_len))  # (b, s, d)
     scored = out[:, FIRST_SCORED:].reshape(-1, model.d_model)  # (count, d_model)
     loss, d_scored = 0.0, np.zeros_like(scored)
     d_readouts = np.zeros_like(model.readouts)  # (2, d_model, vocab)

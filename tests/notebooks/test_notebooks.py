@@ -1163,23 +1163,25 @@ def test_notebook_source_lines_fit_88_characters(name):
 
 LISTING_LINES = 25
 #: notebooks whose longest listing is still being split into smaller functions
-LONG_LISTINGS = {"07_learning_to_attend", "12_efficiency"}
+LONG_LISTINGS = {"07_learning_to_attend"}
 
 
 def listing_lengths(nb):
-    """Lines of each ```python listing that a code cell's stored output shows (``show_source``)."""
+    """Lines of code (blank ones not counted, as the book's reading time counts them) of each
+    ```python listing that a code cell's stored output shows (``show_source``)."""
     lengths = []
     for cell in nb.cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             shown = output.get("data", {}).get("text/markdown", "")
             if shown.startswith("```python"):
-                lengths.append(len(shown.strip().splitlines()) - 2)  # without the fences
+                code = shown.strip().splitlines()[1:-1]  # without the fences
+                lengths.append(sum(1 for line in code if line.strip()))
     return lengths
 
 
 def test_listing_lengths_count_the_code_between_the_fences():
     cell = new_code_cell("show_source(f)")
-    shown = {"text/markdown": "```python\na\nb\n```"}
+    shown = {"text/markdown": "```python\na\n\nb\n```"}
     cell.outputs = [nbformat.v4.new_output("execute_result", shown, execution_count=1)]
     assert listing_lengths(new_notebook(cells=[cell, new_markdown_cell("```python\nx\n```")])) == [2]
 
@@ -1215,8 +1217,18 @@ def book_build():
     return module
 
 
-@pytest.mark.parametrize("name", CORE)
-def test_core_notebook_reads_in_at_most_40_minutes_by_the_books_estimate(name):
+#: notebooks still being cut to one sitting
+LONG_READS = {"07_learning_to_attend", "09_induction_heads"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(reason="over 40 minutes")) if name in LONG_READS else name
+        for name in NAMES
+    ],
+)
+def test_each_notebook_reads_in_at_most_40_minutes_by_the_books_estimate(name):
     notebook = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
     assert book_build().reading_minutes(notebook) <= 40
 
