@@ -10,7 +10,8 @@ The notebooks are copied into a staging folder (``<out>-src``) and adjusted for 
 without a kernel, then Sphinx + MyST-NB render them (MyST-NB also writes the outputs'
 images into ``jupyter_execute/`` beside ``<out>``; with the default, both are in build/):
 
-- every ``notebooks/[0-9][0-9]_*.ipynb`` in order, then ``notebooks/explore.ipynb``;
+- every ``notebooks/[0-9][0-9]_*.ipynb`` in order, then ``notebooks/explore.ipynb``, then the
+  appendix (``APPENDIX``), which the landing page and the sidebar show under its own heading;
 - a code cell whose input JupyterLab collapses (``metadata.jupyter.source_hidden``) is
   collapsed on the page too, and opens on click (MyST-NB's ``hide-input`` tag). With
   ``outputs_hidden`` as well, or when it is an exercise's solution, the whole cell, its
@@ -42,7 +43,12 @@ command (``main``) also writes what mhattn gives for a representative set of the
 
 The landing page (``book/index.md``) gets, where it says ``<!-- chapters -->``, one line per
 notebook: its title, a one-line promise (``PROMISES``) and a reading time estimated from
-its words and lines of code (``reading_minutes``); its picture comes from ``figures/``.
+its words and lines of code (``reading_minutes``); where it says ``<!-- contents -->``, the
+sidebar's tables of contents; where it says ``<!-- first-command -->``, the README's command
+that installs the chapter and opens it. Its picture comes from ``figures/``.
+
+A page under each former name in ``MOVED`` sends the reader on to the page that holds it now
+(at the same section), so that old links keep working.
 """
 
 import argparse
