@@ -309,9 +309,11 @@ PHONE_FIGURES = """() => [...document.querySelectorAll('.bd-article img')].filte
     .map(img => {
         const button = img.closest('button.figure-zoom'), cue = button && button.querySelector('.figure-zoom-cue');
         const shown = img.getBoundingClientRect(), mark = cue && cue.checkVisibility() && cue.getBoundingClientRect();
+        const after = button && getComputedStyle(button, '::after');  // a cue drawn by CSS, laid over the button
+        const overlay = !!after && !['none', 'normal'].includes(after.content) && after.position === 'absolute';
         return {src: img.getAttribute('src'), natural: img.naturalWidth, displayed: shown.width, zoomable: !!button,
-                covered: !!mark && mark.top < shown.bottom && mark.bottom > shown.top
-                         && mark.left < shown.right && mark.right > shown.left};
+                covered: overlay || (!!mark && mark.top < shown.bottom && mark.bottom > shown.top
+                                     && mark.left < shown.right && mark.right > shown.left)};
     })"""
 
 COLLAPSIBLES = ".bd-article details"
@@ -1025,7 +1027,7 @@ PNG_1500 = ("iVBORw0KGgoAAAANSUhEUgAABdwAAAAKCAAAAACLAcMtAAAANklEQVR42u3UMQ0AAAz
 
 
 def test_book_phone_figure_checker_reports_a_shrunk_figure_and_a_cue_on_a_figure(browser, tmp_path):
-    """A figure shrunk with no button around it, and a cue laid over the bottom of a zoomable one."""
+    """A figure shrunk with no button around it, and cues laid over zoomable ones (an element, a CSS ::after)."""
     image = f'<img alt="a wide figure" src="data:image/png;base64,{PNG_1500}" style="max-width:100%">'
     (tmp_path / "figures.html").write_text(
         '<html lang="en"><body><article class="bd-article">'
@@ -1034,6 +1036,8 @@ def test_book_phone_figure_checker_reports_a_shrunk_figure_and_a_cue_on_a_figure
         '<span class="figure-zoom-cue" style="position:absolute;right:0;bottom:0">tap to enlarge</span></button>'
         f'<button class="figure-zoom" style="max-width:100%">{image}'
         '<span class="figure-zoom-cue" style="display:block">tap to enlarge</span></button>'
+        f'<button class="figure-zoom overlay" style="position:relative;max-width:100%">{image}</button>'
+        '<style>.overlay::after { content: "tap"; position: absolute; right: 0; bottom: 0; }</style>'
         '</article></body></html>', encoding="utf-8")
     with serve(tmp_path) as url:
         context = browser.new_context(viewport=PHONE, device_scale_factor=1)
@@ -1043,11 +1047,12 @@ def test_book_phone_figure_checker_reports_a_shrunk_figure_and_a_cue_on_a_figure
             figures = page.evaluate(PHONE_FIGURES)
         finally:
             context.close()
-    assert len(figures) == 3 and all(figure["natural"] == 1500 for figure in figures), figures
+    assert len(figures) == 4 and all(figure["natural"] == 1500 for figure in figures), figures
     problems = check_figures_on_a_phone(figures)
-    assert len(problems) == 2, problems
+    assert len(problems) == 3, problems
     assert re.match(r"\S+: shown at 0\.\d\dx its width and no tap opens it full size", problems[0]), problems
-    assert problems[1].endswith("the zoom cue covers part of the figure")
+    assert problems[1].endswith("the zoom cue covers part of the figure")  # a cue element on the figure
+    assert problems[2].endswith("the zoom cue covers part of the figure")  # a cue drawn by CSS on the figure
 
 
 def test_book_phone_checkers_report_small_figures_and_code_without_a_cue(browser, broken_site):
