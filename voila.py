@@ -5,7 +5,9 @@ loads only the widget managers (JupyterLab's other extensions are built for a la
 than Voila's) and picks the template ``mhattn``; this file lets Voila find that template, in
 ``voila_template/voila/templates/mhattn/``: Voila's lab template without the Font Awesome style
 sheets it fetches from a CDN (so the page asks nothing of any other server), and with webpack's
-notes on shared-module versions left off the browser console.
+notes on shared-module versions left off the browser console. Its ``MappingKernelManager``
+section shuts down a page's kernel (about 120 MB) once the page has been closed for two minutes:
+Voila starts a kernel for every page view, and would otherwise keep each one until it stops.
 """
 
 import os

@@ -1,14 +1,16 @@
 """Prove the Binder configuration without Docker.
 
 1. ``jupyter-repo2docker --no-build --debug .`` must accept the repository and write a
-   Dockerfile that builds the Python pinned in ``binder/runtime.txt`` and installs
-   ``binder/requirements.txt``.
-2. Those install steps are replayed in a fresh virtual environment of that Python:
-   repo2docker's own base environment (JupyterLab, Notebook, ipywidgets, ... at the versions
-   its lock file names, from PyPI instead of conda-forge), then ``pip install -r
-   binder/requirements.txt`` from the repository root, as the Dockerfile does.
+   Dockerfile that builds the Python pinned in ``binder/runtime.txt``, installs
+   ``binder/requirements.txt`` and runs ``binder/postBuild``.
+2. Those steps are replayed in a fresh virtual environment of that Python: repo2docker's own
+   base environment (JupyterLab, Notebook, ipywidgets, ... at the versions its lock file
+   names, from PyPI instead of conda-forge), then ``pip install -r binder/requirements.txt``
+   and ``binder/postBuild`` from the repository root, as the Dockerfile does.
 3. In that environment the widgets lab extension and the jupytext server extension must be
-   listed as enabled, and every notebook that shows a widget (its stored outputs hold a widget
+   listed as enabled, the Jupyter server's kernel manager must carry the culling settings of
+   ``binder/jupyter_server_config.json`` (a kernel whose page has been closed for two minutes
+   is shut down), and every notebook that shows a widget (its stored outputs hold a widget
    view) must execute. Those are the notebooks that meet Binder's own versions of ipywidgets,
    ipykernel and JupyterLab; the others need only NumPy and matplotlib, at the same versions
    as the main tests, which run every notebook.
@@ -20,6 +22,7 @@ Usage, from the repository root (needs network access to PyPI; takes a few minut
 Exits non-zero, saying which step failed, when any check fails.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -32,6 +35,16 @@ ROOT = Path(__file__).resolve().parent.parent
 # What repo2docker's base environment asks for (its environment.yml), installed from PyPI.
 BASE_PACKAGES = ["ipywidgets", "jupyter_server", "jupyterlab", "notebook", "ipykernel"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"  # the MIME type of a widget in a stored output
+# The culling settings of the kernel manager that the Jupyter server builds from its configuration.
+CULLING = """
+import json
+from jupyter_server.serverapp import ServerApp
+app = ServerApp()
+app.initialize([], find_extensions=False, new_httpserver=False)
+manager = app.kernel_manager
+print(json.dumps({name: getattr(manager, name)
+                  for name in ("cull_idle_timeout", "cull_interval", "cull_connected", "cull_busy")}))
+"""
 
 
 def run(command, **kwargs):
@@ -78,6 +91,8 @@ def main():
         fail(f"repo2docker does not build Python {python_version}:\n{text[:2000]}")
     if '-r "binder/requirements.txt"' not in text:
         fail("repo2docker's Dockerfile does not install binder/requirements.txt")
+    if "binder/postBuild" not in text:
+        fail("repo2docker's Dockerfile does not run binder/postBuild")
     where = "import repo2docker, os; print(os.path.dirname(repo2docker.__file__))"
     package_dir = Path(run([tools / "bin" / "python", "-c", where]).stdout.strip())
     lock_file = package_dir / "buildpacks" / "conda" / f"environment.py-{python_version}-linux-64.lock"
@@ -99,10 +114,12 @@ def main():
         fail(f"the replay environment runs Python {reported}, not the pinned {python_version}")
     run([bin_dir / "python", "-m", "pip", "install", "-q", *base])
     run([bin_dir / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], cwd=ROOT)
+    environment = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(work))
+    environment.pop("JUPYTER_CONFIG_DIR", None)
+    run(["bash", "binder/postBuild"], cwd=ROOT, env=environment)
     done(start)
 
     start = step("the widgets lab extension and the jupytext server extension are enabled")
-    environment = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(work))
     listing = plain(run([bin_dir / "jupyter", "labextension", "list"], env=environment))
     if not re.search(r"@jupyter-widgets/jupyterlab-manager v\S+ enabled\s+OK", listing):
         fail(f"the widgets lab extension is not enabled:\n{listing}")
@@ -110,6 +127,11 @@ def main():
     if not re.search(r"jupytext enabled", listing) or not re.search(r"jupytext\s+(\S+\s+)?OK", listing):
         fail(f"the jupytext server extension is not enabled:\n{listing}")
     print("   @jupyter-widgets/jupyterlab-manager enabled; jupytext enabled")
+    wanted = json.loads((ROOT / "binder" / "jupyter_server_config.json").read_text())["MappingKernelManager"]
+    settings = json.loads(run([bin_dir / "python", "-c", CULLING], env=environment, cwd=work).stdout)
+    if settings != wanted:
+        fail(f"the Jupyter server's kernel manager has {settings}, binder/jupyter_server_config.json says {wanted}")
+    print(f"   kernels of closed pages are shut down: {settings}")
     done(start)
 
     start = step("every notebook that shows a widget executes in the Binder environment")

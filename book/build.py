@@ -10,7 +10,8 @@ The notebooks are copied into a staging folder (``<out>-src``) and adjusted for 
 without a kernel, then Sphinx + MyST-NB render them (MyST-NB also writes the outputs'
 images into ``jupyter_execute/`` beside ``<out>``; with the default, both are in build/):
 
-- every ``notebooks/[0-9][0-9]_*.ipynb`` in order, then ``notebooks/explore.ipynb``;
+- every ``notebooks/[0-9][0-9]_*.ipynb`` in order, then ``notebooks/explore.ipynb``, then the
+  appendix (``APPENDIX``), which the landing page and the sidebar show under its own heading;
 - a code cell whose input JupyterLab collapses (``metadata.jupyter.source_hidden``) is
   collapsed on the page too, and opens on click (MyST-NB's ``hide-input`` tag). With
   ``outputs_hidden`` as well, or when it is an exercise's solution, the whole cell, its
@@ -42,7 +43,12 @@ command (``main``) also writes what mhattn gives for a representative set of the
 
 The landing page (``book/index.md``) gets, where it says ``<!-- chapters -->``, one line per
 notebook: its title, a one-line promise (``PROMISES``) and a reading time estimated from
-its words and lines of code (``reading_minutes``); its picture comes from ``figures/``.
+its words and lines of code (``reading_minutes``); where it says ``<!-- contents -->``, the
+sidebar's tables of contents; where it says ``<!-- first-command -->``, the README's command
+that installs the chapter and opens it. Its picture comes from ``figures/``.
+
+A page under each former name in ``MOVED`` sends the reader on to the page that holds it now
+(at the same section), so that old links keep working.
 """
 
 import argparse
@@ -66,6 +72,18 @@ PAGES = ["index.md", "references.md", "accessibility.md"]
 FIGURES = ROOT / "figures"
 LANDING_FIGURES = ["02_attention_heatmap.png"]  # copied into the site for index.md
 CHAPTERS_MARKER = "<!-- chapters -->"
+CONTENTS_MARKER = "<!-- contents -->"  # index.md: where the site's tables of contents go
+FIRST_COMMAND_MARKER = "<!-- first-command -->"  # README.md and index.md: the command that opens the chapter
+APPENDIX = ["12_efficiency"]  # after the chapter and the explorer, under their own heading
+# Former page names, each kept as a page that sends the reader on: old name -> the pages that
+# now hold its sections (the first one unless the link's #section is found only on another).
+MOVED = {
+    "06_efficiency": ["12_efficiency"],
+    "07_why_several_heads": ["08_why_several_heads"],
+    "08_positions": ["06_positions"],
+    "09_learning_to_attend": ["07_learning_to_attend", "09_induction_heads"],
+    "10_production": ["11_production"],
+}
 REPOSITORY_NOTEBOOKS = "https://github.com/mhattn/mhattn/blob/HEAD/notebooks/"
 # One line per notebook on the landing page: what a reader will be able to do after it.
 PROMISES = {
@@ -80,6 +98,7 @@ PROMISES = {
     "07_learning_to_attend": "Derive the backward pass by hand, check it, and train a two-layer model with it.",
     "08_why_several_heads": "Train one head against several on the same task, and see what splitting buys.",
     "09_induction_heads": "Read what the trained heads do: the induction circuit, measured and ablated.",
+    "10_real_model": "Load a real language model's weights into the chapter's layer and read its heads.",
     "11_production": "Online softmax, the KV cache, grouped queries and cross-attention: the layer as it is served.",
     "12_efficiency": "Appendix: count the cost, and compute the same numbers in memory that grows linearly.",
     "explore": "Every control in one place: change the sequence, the heads and the mask, and watch the weights.",
@@ -104,10 +123,11 @@ def live_note(has_frame, on_explorer_page=False):
 
 
 def chapter_notebooks(folder=NOTEBOOKS):
-    """The chapter's notebooks in reading order: ``NN_topic.ipynb`` sorted, then the explorer."""
+    """The chapter's notebooks in reading order: ``NN_topic.ipynb`` sorted, the explorer, then the appendix."""
     numbered = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
     explorer = folder / "explore.ipynb"
-    return numbered + ([explorer] if explorer.is_file() else [])
+    return ([path for path in numbered if path.stem not in APPENDIX] + ([explorer] if explorer.is_file() else [])
+            + [path for path in numbered if path.stem in APPENDIX])
 
 
 def is_solution(cell):
@@ -344,14 +364,47 @@ def promise_of(stem, notebook):
 
 
 def chapter_list(notebooks):
-    """The landing page's Markdown list of the chapter: title (a link), reading time, promise."""
-    lines = []
-    for path in notebooks:
+    """The landing page's Markdown list of the chapter: title (a link), reading time, promise.
+
+    The appendix (``APPENDIX``) follows under its own heading.
+    """
+    def item(path):
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        lines.append(f"- **[{title_of(notebook)}](notebooks/{path.name})** "
-                     f"<span class=\"reading-time\">· {reading_minutes(notebook)} min</span>  \n"
-                     f"  {promise_of(path.stem, notebook)}")
-    return "\n".join(lines) + "\n"
+        return (f"- **[{title_of(notebook)}](notebooks/{path.name})** "
+                f"<span class=\"reading-time\">· {reading_minutes(notebook)} min</span>  \n"
+                f"  {promise_of(path.stem, notebook)}")
+
+    chapter = [item(path) for path in notebooks if path.stem not in APPENDIX]
+    appendix = [item(path) for path in notebooks if path.stem in APPENDIX]
+    text = "\n".join(chapter) + "\n"
+    if appendix:
+        text += ("\n**Appendix**, for readers who want the engineering behind the numbers:\n\n"
+                 + "\n".join(appendix) + "\n")
+    return text
+
+
+def contents(notebooks):
+    """The site's tables of contents (hidden on the landing page, shown in the sidebar), as MyST."""
+    def toctree(caption, entries):
+        return "```{toctree}\n:maxdepth: 1\n:hidden:\n:caption: " + caption + "\n\n" + "\n".join(entries) + "\n```\n"
+
+    chapter = [f"notebooks/{path.stem}" for path in notebooks if path.stem not in APPENDIX]
+    appendix = [f"notebooks/{path.stem}" for path in notebooks if path.stem in APPENDIX]
+    trees = [toctree("The chapter", chapter)] + ([toctree("Appendix", appendix)] if appendix else [])
+    return "\n".join([*trees, toctree("About the chapter", ["references", "accessibility"])])
+
+
+def first_command(readme=ROOT / "README.md"):
+    """The README's command that sets the chapter up and opens it (the block after FIRST_COMMAND_MARKER)."""
+    block = readme.read_text(encoding="utf-8").split(FIRST_COMMAND_MARKER, 1)[1]
+    return re.search(r"```bash\n(.*?)\n```", block, re.DOTALL).group(1).strip()
+
+
+def with_first_command(text):
+    """``text`` with each FIRST_COMMAND_MARKER line replaced by the README's command, at the marker's indent."""
+    return re.sub(rf"^([ \t]*){re.escape(FIRST_COMMAND_MARKER)}[ \t]*$",
+                  lambda m: "\n".join(m.group(1) + line for line in ["```bash", first_command(), "```"]),
+                  text, flags=re.MULTILINE)
 
 
 def stage(staging, notebooks=NOTEBOOKS):
@@ -361,7 +414,9 @@ def stage(staging, notebooks=NOTEBOOKS):
     paths = chapter_notebooks(notebooks)
     for name in PAGES:
         text = (BOOK / name).read_text(encoding="utf-8")
-        (staging / name).write_text(text.replace(CHAPTERS_MARKER, chapter_list(paths)), encoding="utf-8")
+        text = with_first_command(text.replace(CHAPTERS_MARKER, chapter_list(paths)).replace(CONTENTS_MARKER,
+                                                                                             contents(paths)))
+        (staging / name).write_text(text, encoding="utf-8")
     (staging / "figures").mkdir()
     for name in LANDING_FIGURES:
         shutil.copy2(FIGURES / name, staging / "figures" / name)
@@ -394,6 +449,51 @@ def twin_goldens():
     return book_module("twin_goldens")
 
 
+REDIRECT_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="robots" content="noindex">
+<title>{title}</title>
+<link rel="canonical" href="{target}.html">
+<script>
+(function () {{
+  const pages = {pages};  // where each section is now: the first page, or another that holds the #section
+  const id = decodeURIComponent(location.hash.slice(1));
+  const page = pages.slice(1).find((p) => id && p.ids.includes(id)) || pages[0];
+  location.replace(page.name + ".html" + location.hash);
+}})();
+</script>
+<noscript><meta http-equiv="refresh" content="0; url={target}.html"></noscript>
+</head>
+<body><p>This page is now <a href="{target}.html">{title}</a>.</p></body>
+</html>
+"""
+PAGE_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def write_redirects(out, notebooks=NOTEBOOKS):
+    """Write a page under each former name in ``MOVED`` that leads to the page holding it now.
+
+    A link to an old page and section (``08_positions.html#rope``) lands on the new page, at
+    that section. Names whose new page is not built (a partial build) are skipped.
+    """
+    folder = Path(out) / "notebooks"
+    for old, new in MOVED.items():
+        built = [name for name in new if (folder / f"{name}.html").is_file()]
+        if not built or built[0] != new[0]:
+            continue
+        if (folder / f"{old}.html").exists():
+            raise RuntimeError(f"{old}.html is a page of the chapter: it cannot also lead elsewhere")
+        first_ids = set(PAGE_ID.findall((folder / f"{built[0]}.html").read_text(encoding="utf-8")))
+        pages = [{"name": built[0], "ids": []}] + [
+            {"name": name, "ids": sorted(set(PAGE_ID.findall((folder / f"{name}.html").read_text(encoding="utf-8")))
+                                         - first_ids)} for name in built[1:]]
+        title = title_of(json.loads((Path(notebooks) / f"{built[0]}.ipynb").read_text(encoding="utf-8")))
+        (folder / f"{old}.html").write_text(REDIRECT_PAGE.format(title=html.escape(title), target=built[0],
+                                                                 pages=json.dumps(pages)), encoding="utf-8")
+
+
 def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS, goldens=None):
     """Stage and build the site into ``out`` from the notebooks in ``notebooks``; return the seconds it took.
 
@@ -410,6 +510,7 @@ def build(out=DEFAULT_OUT, quiet=True, notebooks=NOTEBOOKS, goldens=None):
         command.append("-q")
     subprocess.run(command, check=True)
     live_explorer().install(out)  # the explorer's and the live figures' pages compute in the browser
+    write_redirects(out, notebooks)
     if goldens is not None:
         twin_goldens().write(goldens)  # what their JavaScript must compute
     return time.perf_counter() - start

@@ -6,7 +6,8 @@ MathJax 3 is copied into the site from the django-static-mathjax wheel, so a bui
 nothing of any other host. ``_static/book.css`` shows figures at the size they were drawn
 and lets wide code and math scroll in their own box; ``_static/search-snippets.js`` shows
 the search results' snippets from the chapter's text (not the theme's buttons), with the
-math as text instead of raw TeX; ``_static/figure-zoom.js`` opens a figure full size on one tap.
+math as text instead of raw TeX; ``_static/figure-zoom.js`` opens a figure full size on one tap
+(on a phone, a cue under each figure, never on it, says so).
 """
 
 import shutil

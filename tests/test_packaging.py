@@ -11,7 +11,11 @@
 - A unit test file runs without nbval; nbval is on, with the notebooks' options, when
   installed.
 - The README's first command opens JupyterLab at the repository's root with notebook 01
-  open, as whoever runs the tests (root in CI and Docker).
+  open, as whoever runs the tests (root in CI and Docker), and the address it prints (all a
+  reader has where no browser opens) leads to notebook 01 too.
+- Every link of the README leads to a file of the tree, a page of the book or a notebook on
+  Binder; its table lists the notebooks in the book's order; every pip command in the README
+  and README-pypi.md runs in a virtual environment, and there is one way to install torch.
 
 Building needs the ``build`` package and PyPI (or pip's cache) for setuptools and NumPy; the
 Lab test needs JupyterLab. Each skips with the reason when that is missing, and fails
@@ -332,7 +336,7 @@ def test_the_first_command_installs_the_chapter_extra_and_opens_lab_at_the_root(
     lab = command.split("&&")[-1].split()
     assert lab[:2] == [".venv/bin/jupyter", "lab"]
     assert "--allow-root" in lab  # root is the usual user in Docker
-    assert lab[-1] == "notebooks/01_softmax.ipynb"
+    assert "--LabApp.default_url=/lab/tree/notebooks/01_softmax.ipynb" in lab  # what it opens and prints
 
 
 def _free_port():
@@ -351,7 +355,8 @@ def test_the_first_command_opens_notebook_01_in_lab_with_the_repository_as_root(
 
     Only the port is added (a free one). The browser is a script that records the address
     Jupyter asks it to open (through ``$BROWSER``); the test then opens that address and
-    lists the server's root folder.
+    lists the server's root folder. The addresses Jupyter prints (what a reader copies where
+    no browser opens, as in Docker) must lead to notebook 01 as well, not to Lab's launcher.
     """
     jupyter = Path(sys.executable).parent / "jupyter"
     if importlib.util.find_spec("jupyterlab") is None or not jupyter.exists():
@@ -372,9 +377,11 @@ def test_the_first_command_opens_notebook_01_in_lab_with_the_repository_as_root(
     port = _free_port()
     env = dict(os.environ, HOME=str(tmp_path / "home"), BROWSER=str(browser))
     env.pop("JUPYTER_TOKEN", None)
+    log_path = tmp_path / "lab.log"
+    log = log_path.open("w")
     server = subprocess.Popen(
         [str(jupyter), *lab[1:], f"--port={port}", "--ServerApp.port_retries=0"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 90
@@ -382,7 +389,7 @@ def test_the_first_command_opens_notebook_01_in_lab_with_the_repository_as_root(
             time.sleep(0.2)
         if not record.exists():
             server.kill()
-            pytest.fail(f"JupyterLab opened no page (exit {server.poll()}):\n{server.communicate()[0][-3000:]}")
+            pytest.fail(f"JupyterLab opened no page (exit {server.poll()}):\n{log_path.read_text()[-3000:]}")
         time.sleep(0.2)  # the script has finished writing
         opened = re.search(r"https?://[^\"'\s<>]+", record.read_text()).group(0).replace("&amp;", "&")
         address, _, query = opened.partition("?")
@@ -395,6 +402,15 @@ def test_the_first_command_opens_notebook_01_in_lab_with_the_repository_as_root(
         assert {"README.md", "notebooks", "figures", "mhattn"} <= root, root
         status, body = _get(f"http://localhost:{port}/api/contents/notebooks/01_softmax.ipynb?content=0&token={token}")
         assert json.loads(body)["type"] == "notebook"
+        printed = log_path.read_text()
+        running = printed.split("is running at:", 1)[1].split("Use Control-C", 1)[0]
+        addresses = re.findall(r"https?://[^\s]+", running)
+        assert addresses, printed[-3000:]
+        for address in addresses:
+            assert re.fullmatch(rf"http://(localhost|127\.0\.0\.1):{port}/lab/tree/notebooks/01_softmax\.ipynb"
+                                rf"\?token={token}", address), address
+        status, page = _get(addresses[0])
+        assert status == 200 and "JupyterLab" in page
     finally:
         if server.poll() is None:
             os.killpg(server.pid, signal.SIGTERM)
@@ -403,3 +419,72 @@ def test_the_first_command_opens_notebook_01_in_lab_with_the_repository_as_root(
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait()
+        log.close()
+
+
+# --- what the README promises ------------------------------------------------------------------
+
+BOOK = "https://mhattn.github.io/mhattn/"
+BINDER = "https://mybinder.org/v2/gh/mhattn/mhattn/HEAD?urlpath="
+
+
+def _book_order():
+    """The chapter's notebooks in the book's reading order (book/build.py)."""
+    spec = importlib.util.spec_from_file_location("book_build_order", ROOT / "book" / "build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [path.name for path in module.chapter_notebooks()]
+
+
+def test_every_link_of_the_readme_leads_to_a_file_a_book_page_or_a_notebook_on_binder():
+    targets = re.findall(r"\]\(([^)\s]+)\)", README) + re.findall(r'(?:src|href)="([^"]+)"', README)
+    assert len(targets) > 30
+    broken = []
+    for target in targets:
+        if target.startswith(BINDER):
+            where = target[len(BINDER):]
+            path = re.sub(r"^(lab/tree|voila/render)/", "", where)
+            if path == where or not (ROOT / path).is_file():
+                broken.append(target)
+        elif target.startswith(BOOK + "notebooks/"):
+            page = target[len(BOOK + "notebooks/"):]
+            if not page.endswith(".html") or not (ROOT / "notebooks" / page.replace(".html", ".ipynb")).is_file():
+                broken.append(target)
+        elif not re.match(r"https?://", target) and not (ROOT / target.split("#")[0]).exists():
+            broken.append(target)
+    assert broken == [], broken
+
+
+def test_the_readme_table_lists_every_notebook_in_the_book_s_order():
+    table = README.split("## The chapter", 1)[1].split("\n\n", 2)[1]
+    listed = re.findall(r"\(\[notebook\]\(notebooks/([\w.]+\.ipynb)\)\)", table)
+    assert listed == _book_order()
+
+
+def _shell_lines(text):
+    return [line for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL) for line in block.splitlines()]
+
+
+@pytest.mark.parametrize("name", ["README.md", "README-pypi.md"])
+def test_every_pip_command_of_the_readme_runs_in_a_virtual_environment(name):
+    """Each pip command is the virtual environment's (``.venv/bin/python -m pip``), never the system Python's."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    commands = [command.strip() for line in _shell_lines(text) for command in line.split("&&")
+                if re.search(r"\bpip\b", command)]
+    assert commands
+    outside = [command for command in commands if not command.startswith(".venv/bin/python -m pip ")]
+    assert outside == [], outside
+    for line in _shell_lines(text):  # and the environment is made before it is used
+        if ".venv/bin/" in line and "python3 -m venv .venv" in line:
+            assert line.index("python3 -m venv .venv") < line.index(".venv/bin/")
+
+
+def test_the_readme_installs_torch_one_way_the_cpu_build():
+    """Every torch install in the README is the one under ``<!-- torch-command -->``: the CPU build."""
+    block = README.split("<!-- torch-command -->", 1)[1]
+    command = re.search(r"```bash\n(.*?)\n```", block, re.DOTALL).group(1).strip()
+    assert command.endswith("--index-url https://download.pytorch.org/whl/cpu")
+    installs = [line.split("#")[0].strip() for line in _shell_lines(README)
+                if re.search(r"pip install .*\btorch\b", line)]
+    assert len(installs) >= 2 and set(installs) == {command}, installs
+    assert "CUDA build" in README  # the reason is given where the command is

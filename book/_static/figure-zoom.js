@@ -1,12 +1,14 @@
-/* Figures, full size on one tap: every chapter figure is a button that opens it in a
-   full-screen view at the size it was drawn (its text at the size the notebook chose),
+/* Figures, full size on one tap: every figure of a page (a notebook's outputs, the landing
+   page's picture) is a button that opens it in a full-screen view at the size it was drawn (its text at the size the notebook chose),
    where the reader pans by dragging or scrolling and zooms with the + and - buttons or
    keys (pinch zoom works too). Escape, the close button or a tap on the picture closes it,
-   and the focus goes back to the figure. Without JavaScript the figures stay as they are.
+   and the focus goes back to the figure. On a narrow screen a cue under the figure, never on
+   it, says that a tap enlarges it. Without JavaScript the figures stay as they are.
    For tests: window.mhattnFigureZoom = {open(img), close(), scale()}. */
 (function () {
   "use strict";
   const ZOOMS = [1, 1.5, 2, 3];
+  const FIGURES = ".bd-article .cell_output img, .bd-article figure img";
   let view = null, image = null, opener = null, zoom = 0;
 
   function build() {
@@ -61,7 +63,8 @@
     opener = figure.closest("button") || figure;
     image.src = figure.currentSrc || figure.src;
     image.alt = figure.alt;
-    const caption = figure.closest(".cell_output")?.querySelector(".figure-caption .caption-number");
+    const caption = (figure.closest(".cell_output") || figure.closest("figure"))
+      ?.querySelector(".figure-caption .caption-number, figcaption .caption-number");
     view.querySelector(".figure-zoom-label").textContent = (caption ? caption.textContent + " " : "") + "Full size";
     view.hidden = false;
     document.documentElement.classList.add("figure-zoom-open");
@@ -78,14 +81,18 @@
   }
 
   function install() {
-    document.querySelectorAll(".bd-article .cell_output img").forEach((figure) => {
+    document.querySelectorAll(FIGURES).forEach((figure) => {
       if (figure.closest("button")) return;
       const button = document.createElement("button");
       button.type = "button";
       button.className = "figure-zoom";
       button.title = "Open the figure full size";
+      const cue = document.createElement("span");  // shown on narrow screens only (book.css)
+      cue.className = "figure-zoom-cue";
+      cue.setAttribute("aria-hidden", "true");  // the button's name stays the figure's alt text
+      cue.textContent = "⤢ tap to enlarge";
       figure.replaceWith(button);
-      button.append(figure);
+      button.append(figure, cue);
       button.addEventListener("click", () => open(figure));
     });
   }

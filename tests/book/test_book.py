@@ -18,7 +18,9 @@ page by page in Chromium through Playwright, as a reader sees it at 1280x900 and
   size the notebook recorded for the image (``output.metadata["mhattn"]["min_font_px"]``, in
   the PNG's own pixels, written by notebooks/refresh.sh) times the displayed width over the
   PNG's natural width;
-- at 390 px, the page never scrolls sideways (``scrollWidth <= clientWidth``).
+- at 390 px, the page never scrolls sideways (``scrollWidth <= clientWidth``), every figure
+  shown narrower than it was drawn (the landing page's too) opens full size on a tap, and the
+  cue that says so never covers any part of a figure.
 
 The search page shows snippets with the math as text, not raw TeX. Every internal link of
 every page resolves (file and anchor). A screenshot of each page is saved in ``build/book-screenshots/``
@@ -303,7 +305,36 @@ PAGE_OVERFLOW = """() => {
     return {scrollWidth: document.documentElement.scrollWidth, width, culprits};
 }"""
 
+PHONE_FIGURES = """() => [...document.querySelectorAll('.bd-article img')].filter(img => img.checkVisibility())
+    .map(img => {
+        const button = img.closest('button.figure-zoom'), cue = button && button.querySelector('.figure-zoom-cue');
+        const shown = img.getBoundingClientRect(), mark = cue && cue.checkVisibility() && cue.getBoundingClientRect();
+        const after = button && getComputedStyle(button, '::after');  // a cue drawn by CSS, laid over the button
+        const overlay = !!after && !['none', 'normal'].includes(after.content) && after.position === 'absolute';
+        return {src: img.getAttribute('src'), natural: img.naturalWidth, displayed: shown.width, zoomable: !!button,
+                covered: overlay || (!!mark && mark.top < shown.bottom && mark.bottom > shown.top
+                                     && mark.left < shown.right && mark.right > shown.left)};
+    })"""
+
 COLLAPSIBLES = ".bd-article details"
+
+
+def check_figures_on_a_phone(figures):
+    """Figures that a phone shows smaller than drawn with no tap to open them, or with a cue on them.
+
+    figures: what :data:`PHONE_FIGURES` measured. A figure shrunk to fit the screen has its text
+    shrunk too; the full-size view (a button around the figure) shows it as drawn. The cue that says
+    "tap to enlarge" sits beside the figure, never over its ticks, labels or legend.
+    """
+    problems = []
+    for figure in figures:
+        name = figure["src"].rsplit("/", 1)[-1]
+        if figure["displayed"] < figure["natural"] - 1 and not figure["zoomable"]:
+            problems.append(f"{name}: shown at {figure['displayed'] / figure['natural']:.2f}x its width "
+                            "and no tap opens it full size")
+        if figure["covered"]:
+            problems.append(f"{name}: the zoom cue covers part of the figure")
+    return problems
 
 
 def image_metadata(notebook, stem=""):
@@ -409,6 +440,7 @@ def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_scrip
             problems.append(f"at 390 px the page scrolls sideways ({phone['scrollWidth']} > {phone['width']} px): "
                             f"{phone['culprits']}")
         problems += [f"at 390 px: {problem}" for problem in page.evaluate(CUT_OFF_BOXES)]
+        problems += [f"at 390 px: {problem}" for problem in check_figures_on_a_phone(page.evaluate(PHONE_FIGURES))]
         if axe_script is not None:
             problems += [f"axe-core at 390 px: {violation}" for violation in run_axe(page, axe_script)]
             if notebook is not None:
@@ -522,6 +554,66 @@ def test_book_every_page_is_built(site):
     assert -1 not in positions, "a notebook is missing from the landing page's reading order"
     assert positions == sorted(positions), "the landing page lists the notebooks out of order"
     assert 'href="references.html"' in toc
+
+
+def test_book_contents_put_the_appendix_after_the_chapter_and_the_explorer(site):
+    landing = (site / "index.html").read_text(encoding="utf-8")
+    sidebar = landing[:landing.index('<article class="bd-article">')]
+    captions = re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">(.*?)</span>',
+                          sidebar)
+    assert captions[:2] == ["The chapter", "Appendix"], captions
+    chapter, appendix = sidebar.split('<span class="caption-text">Appendix</span>', 1)
+    for path in NOTEBOOKS:
+        where = appendix if path.stem in book_build.APPENDIX else chapter
+        assert f'href="notebooks/{path.stem}.html"' in where, f"{path.stem} is not under its heading"
+    article = landing[landing.index('<article class="bd-article">'):]
+    for stem in book_build.APPENDIX:
+        assert article.index("Appendix") < article.index(f'href="notebooks/{stem}.html"')
+
+
+def test_book_run_it_live_gives_the_readme_first_command(site):
+    """The landing page's command to run the chapter on one's machine is the README's, character for character."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").split("<!-- first-command -->", 1)[1]
+    command = re.search(r"```bash\n(.*?)\n```", readme, re.DOTALL).group(1).strip()
+    landing = (site / "index.html").read_text(encoding="utf-8")
+    live = landing[landing.index('id="run-it-live"'):]
+    blocks = [html.unescape(re.sub(r"<[^>]+>", "", block)).strip()
+              for block in re.findall(r"<pre>(.*?)</pre>", live, re.DOTALL)]
+    assert command in blocks, blocks
+
+
+def test_book_former_page_names_lead_to_the_pages_that_hold_them_now(browser, site, site_url):
+    """A link to a page under its former name, with or without a #section, lands where that section is now."""
+    built = {path.stem for path in NOTEBOOKS}
+    moved = {old: new for old, new in book_build.MOVED.items() if new[0] in built}
+    assert moved, "no former page name to check"
+    ids = {stem: set(re.findall(r'<section id="([^"]+)"', (site / "notebooks" / f"{stem}.html").read_text("utf-8")))
+           for stem in built}
+    cases = [(old, "", new[0]) for old, new in moved.items()]
+    for old, new in moved.items():  # a section found only on a later page goes there
+        for other in new[1:]:
+            only = sorted(ids.get(other, set()) - ids[new[0]])
+            if only:
+                cases.append((old, "#" + only[0], other))
+        cases.append((old, "#" + sorted(ids[new[0]])[0], new[0]))
+    assert any(hash_ and target != book_build.MOVED[old][0] for old, hash_, target in cases), cases
+    context = browser.new_context(viewport=DESKTOP)
+    page = context.new_page()
+    try:
+        for old, hash_, target in cases:
+            assert (site / "notebooks" / f"{old}.html").is_file(), old
+            page.goto(f"{site_url}notebooks/{old}.html{hash_}", wait_until="load")
+            page.wait_for_url(f"**/notebooks/{target}.html{hash_}", timeout=PAGE_SECONDS * 1000)
+    finally:
+        context.close()
+    without_script = browser.new_context(viewport=DESKTOP, java_script_enabled=False)
+    page = without_script.new_page()
+    try:
+        old, new = next(iter(moved.items()))
+        page.goto(f"{site_url}notebooks/{old}.html", wait_until="load")
+        page.wait_for_url(f"**/notebooks/{new[0]}.html", timeout=PAGE_SECONDS * 1000)
+    finally:
+        without_script.close()
 
 
 def test_book_landing_page_lists_every_notebook_with_a_promise_and_a_reading_time(site):
@@ -928,6 +1020,39 @@ def test_book_a_tap_opens_a_figure_and_a_tap_closes_it(browser, site_url):
         context.close()
     assert opened is not None and opened["scale"] == 1 and opened["covers"], opened
     assert closed is None
+
+
+PNG_1500 = ("iVBORw0KGgoAAAANSUhEUgAABdwAAAAKCAAAAACLAcMtAAAANklEQVR42u3UMQ0AAAzDsEIv9KLYM9kQciQF4J1IAGDuAJg7AOYOgLkD"
+            "YO4A5g6AuQNg7gBcGpy/TbQr4LUxAAAAAElFTkSuQmCC")  # a 1500 x 10 grey image
+
+
+def test_book_phone_figure_checker_reports_a_shrunk_figure_and_a_cue_on_a_figure(browser, tmp_path):
+    """A figure shrunk with no button around it, and cues laid over zoomable ones (an element, a CSS ::after)."""
+    image = f'<img alt="a wide figure" src="data:image/png;base64,{PNG_1500}" style="max-width:100%">'
+    (tmp_path / "figures.html").write_text(
+        '<html lang="en"><body><article class="bd-article">'
+        f'<figure>{image}</figure>'
+        f'<button class="figure-zoom" style="position:relative;max-width:100%">{image}'
+        '<span class="figure-zoom-cue" style="position:absolute;right:0;bottom:0">tap to enlarge</span></button>'
+        f'<button class="figure-zoom" style="max-width:100%">{image}'
+        '<span class="figure-zoom-cue" style="display:block">tap to enlarge</span></button>'
+        f'<button class="figure-zoom overlay" style="position:relative;max-width:100%">{image}</button>'
+        '<style>.overlay::after { content: "tap"; position: absolute; right: 0; bottom: 0; }</style>'
+        '</article></body></html>', encoding="utf-8")
+    with serve(tmp_path) as url:
+        context = browser.new_context(viewport=PHONE, device_scale_factor=1)
+        page = context.new_page()
+        try:
+            page.goto(url + "figures.html", wait_until="load")
+            figures = page.evaluate(PHONE_FIGURES)
+        finally:
+            context.close()
+    assert len(figures) == 4 and all(figure["natural"] == 1500 for figure in figures), figures
+    problems = check_figures_on_a_phone(figures)
+    assert len(problems) == 3, problems
+    assert re.match(r"\S+: shown at 0\.\d\dx its width and no tap opens it full size", problems[0]), problems
+    assert problems[1].endswith("the zoom cue covers part of the figure")  # a cue element on the figure
+    assert problems[2].endswith("the zoom cue covers part of the figure")  # a cue drawn by CSS on the figure
 
 
 def test_book_phone_checkers_report_small_figures_and_code_without_a_cue(browser, broken_site):

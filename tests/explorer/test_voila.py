@@ -15,6 +15,7 @@ Set ``MHATTN_SCREENSHOTS=/some/folder`` to keep a screenshot of each step.
 
 import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -68,8 +69,10 @@ def free_port():
 
 
 @contextmanager
-def voila_server(home):
+def voila_server(home, *options):
     """Start ``voila notebooks/explore.ipynb`` as a reader does, with ``home`` as HOME; yield its URL.
+
+    ``options``: more command-line options (the tests add none but a free port, unless they say so).
 
     Raises RuntimeError if it does not answer within a minute; stops it (and its kernels) at the end.
     """
@@ -80,7 +83,7 @@ def voila_server(home):
     with log_path.open("w") as log:
         server = subprocess.Popen(
             [sys.executable, "-m", "voila", str(NOTEBOOK.relative_to(ROOT)), "--no-browser", f"--port={port}",
-             "--Voila.ip=127.0.0.1"],
+             "--Voila.ip=127.0.0.1", *options],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         url = f"http://127.0.0.1:{port}/"
@@ -370,3 +373,41 @@ def test_the_picture_reads_without_zooming_on_a_phone_and_sits_in_one_row_on_a_d
     if folder:  # the two images and the row that holds them (Voila's page scrolls inside itself)
         page.locator(PICTURE).first.locator("..").screenshot(path=str(Path(folder) / f"7_picture_at_{width}_px.png"))
     assert_clean_console(page)
+
+
+# ---------------------------------------------------------------- kernels of closed pages
+
+def test_voila_json_shuts_down_the_kernel_of_a_page_closed_for_two_minutes():
+    """The repository's voila.json, read as Voila reads it, gives its kernel manager the culling settings."""
+    pytest.importorskip("voila")
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+    from traitlets.config.loader import JSONFileConfigLoader
+
+    config = JSONFileConfigLoader("voila.json", path=str(ROOT)).load_config()
+    manager = AsyncMappingKernelManager(config=config)
+    assert manager.cull_idle_timeout == 120  # seconds without a connection or activity; 0 would keep it forever
+    assert 0 < manager.cull_interval <= manager.cull_idle_timeout / 2
+    assert not manager.cull_connected  # an open page keeps its kernel, however long the reader pauses
+    assert not manager.cull_busy
+
+
+def test_voila_shuts_down_the_kernel_of_a_page_nobody_has_open(requirements, tmp_path):
+    """A page view whose browser never connects (or has gone) loses its kernel once idle; the server goes on.
+
+    Voila runs from the repository root, with only the culling's times shortened (15 s idle, checked every
+    second; rendering the page keeps its kernel busy, so it is not culled before the page is served).
+    """
+    log = tmp_path / "voila.log"
+    with voila_server(tmp_path, "--MappingKernelManager.cull_idle_timeout=15",
+                      "--MappingKernelManager.cull_interval=1") as url:
+        with urllib.request.urlopen(url, timeout=120) as reply:  # renders the page: one kernel starts
+            assert reply.status == 200 and "widget-view" in reply.read().decode()
+        started = re.findall(r"Kernel started: ([0-9a-f-]+)", log.read_text())
+        assert len(started) == 1, log.read_text()[-3000:]
+        deadline = time.monotonic() + 90
+        while f"Kernel shutdown: {started[0]}" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        text = log.read_text()
+        assert f"Kernel shutdown: {started[0]}" in text and "Culling" in text, text[-3000:]
+        with urllib.request.urlopen(url + "voila/static/voila.js", timeout=10) as reply:
+            assert reply.status == 200
