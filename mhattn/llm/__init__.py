@@ -4,7 +4,7 @@ Every attention layer is :class:`mhattn.GroupedQueryAttention` (nine query heads
 key/value heads, RoPE); around it, what a Llama block adds:
 
 - :mod:`.norm` (RMSNorm), :mod:`.mlp` (SwiGLU), :mod:`.block` (the residual stream through a
-  block), :mod:`.model` (:class:`LlamaModel`: embedding, blocks, tied unembedding; ablations;
+  block), :mod:`.unembed` (the tied unembedding), :mod:`.model` (:class:`LlamaModel`; ablations;
   the attention weights of every head), :mod:`.generate` (decoding with a :class:`mhattn.KVCache`);
 - :mod:`.config` (:class:`LlamaConfig`) and :mod:`.tiny` (:func:`tiny_llama`: random weights,
   the same code at a size that runs in milliseconds);

