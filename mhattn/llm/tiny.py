@@ -17,13 +17,17 @@ SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]  #: ids 0, 1, 2, as in
 
 
 def random_weights(config, seed=0, dtype=np.float32):
-    """Weights for ``config`` by their GGUF names: ``N(0, 1 / fan_in)`` matrices, RMSNorm gains near 1."""
+    """Weights for ``config`` by their GGUF names: ``N(0, 1 / fan_in)`` matrices, RMSNorm gains near 1.
+
+    The embedding is ``N(0, 0.1**2)``: being tied, a larger one would make every token predict
+    itself (its own row scores ``|E_v|**2`` against the others' ``E_u . E_v``).
+    """
     rng = np.random.default_rng(seed)
     kv_width = config.num_kv_heads * config.d_k
     d, f = config.d_model, config.d_ff
     shapes = {"attn_q": (d, d), "attn_k": (kv_width, d), "attn_v": (kv_width, d), "attn_output": (d, d),
               "ffn_gate": (f, d), "ffn_up": (f, d), "ffn_down": (d, f)}  # (out, in)
-    weights = {"token_embd.weight": rng.standard_normal((config.vocab, d)),
+    weights = {"token_embd.weight": 0.1 * rng.standard_normal((config.vocab, d)),
                "output_norm.weight": 1 + 0.1 * rng.standard_normal(d)}
     for i in range(config.num_layers):
         names = block_names(i)

@@ -71,3 +71,54 @@ def hf_twin(model):
     missing, unexpected = twin.load_state_dict(state, strict=False)
     assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
     return twin.eval()
+
+
+U32 = 2.0**-24  #: float32's unit roundoff
+
+
+def stream_error(config, seq):
+    r"""The relative rounding error of the residual stream after every block, in float32 (typical size).
+
+    A dot product of ``n`` terms is off by at most ``n u sum|a_i b_i|`` (Higham 2002, sec. 3.1);
+    its rounding errors, of either sign, typically add up to ``sqrt(n) u sum|a_i b_i|`` (Higham and
+    Mary 2019), the size used here. On its way through one block the stream goes through products
+    of length ``d_model`` twice in series on the attention side (a projection, then ``W_o``), a
+    weighted sum over at most ``seq`` values, and ``d_model`` then ``d_ff`` on the feed-forward
+    side. Each block reads its input through an RMSNorm, which rescales it to unit RMS: an error
+    small relative to the stream stays small relative to it, so the blocks' errors add up
+    (``num_layers`` of them) rather than multiply.
+    """
+    d, f = config.d_model, config.d_ff
+    return U32 * config.num_layers * (2 * np.sqrt(d) + np.sqrt(seq) + np.sqrt(d) + np.sqrt(f))
+
+
+def magnitudes(model, ids):
+    """``(S, M)`` along the model's own forward pass: the largest ``|score|`` of any head, and the largest
+    ``sum_d |x_d E_vd|`` of the unembedding (``x`` the final normalised stream)."""
+    from mhattn import causal_mask
+    from mhattn.llm.norm import rms_norm
+
+    eps, h, largest = model.config.rms_eps, model.embed[ids], 0.0
+    group = model.config.num_heads // model.config.num_kv_heads
+    for block in model.blocks:
+        Q, K, _ = block.attention.project(rms_norm(h, block.attn_norm, eps))  # (batch, heads, seq, d_k)
+        scores = Q @ np.repeat(K, group, axis=1).swapaxes(-1, -2) / np.sqrt(model.config.d_k)
+        largest = max(largest, float(np.abs(scores).max()))
+        h, _ = block(h, causal_mask(ids.shape[-1]))
+    x = rms_norm(h, model.output_norm, eps)  # (batch, seq, d_model)
+    return largest, float((np.abs(x) @ np.abs(model.embed).T).max())
+
+
+def tolerances(model, ids):
+    r"""``(logits, weights)``: how far two float32 computations of the model may differ, derived.
+
+    With ``eps`` = :func:`stream_error`, each computation's logits are off by at most
+    ``(eps + sqrt(d_model) u) M`` (the stream's error, then one more product of length ``d_model``
+    with the tied embedding; ``M`` from :func:`magnitudes`), and each score by ``2 eps S`` (a query
+    and a key, each off by ``eps``), which moves a softmax weight by at most half as much
+    (``|d w_i / d s_j| <= 1/4``, summed over a row ``<= 1/2``). Two computations differ by at
+    most twice each bound.
+    """
+    eps = stream_error(model.config, ids.shape[-1])
+    S, M = magnitudes(model, ids)
+    return 2 * (eps + np.sqrt(model.config.d_model) * U32) * M, 2 * eps * S
