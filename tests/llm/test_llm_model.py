@@ -4,9 +4,11 @@ A tiny model with random weights (no download): logits, every block's attention 
 greedy generation, the KV cache, the two RoPE pairings, and head ablation.
 """
 
+import re
+
 import numpy as np
 import pytest
-from llm_twins import hf_twin, require, tolerances, to_interleaved
+from llm_twins import hf_twin, require, to_interleaved, tolerances
 
 from mhattn.llm import LlamaConfig, LlamaModel, tiny_llama
 from mhattn.llm.tiny import random_weights
@@ -34,7 +36,7 @@ def test_logits_and_every_attention_weight_equal_transformers_llama_within_the_d
 
 
 def test_the_wrong_pairing_runs_but_disagrees_with_transformers_far_beyond_the_tolerance():
-    """The file's rows are ordered for interleaved pairs; read with half-split pairs, the model computes something else."""
+    """The file's rows are ordered for interleaved pairs; read with half-split pairs, the model computes otherwise."""
     model = tiny_llama(seed=1)  # interleaved: as a GGUF file stores W_q and W_k
     twin = hf_twin(model)  # the same model, rows reordered for transformers' half-split pairs
     wrong = LlamaModel(LlamaConfig(259, 64, 2, 4, 2, 128, rope="half"), model.weights())
@@ -147,3 +149,44 @@ def test_the_interleaved_rows_are_the_half_split_rows_reordered():
     """The test's own reordering, checked on a hand-made matrix: row 2i of a head is row i, row 2i + 1 is i + d_k/2."""
     W = np.arange(8)[:, None] * np.ones((1, 3))  # two heads of d_k = 4
     np.testing.assert_array_equal(to_interleaved(W, 2)[:, 0], [0, 2, 1, 3, 4, 6, 5, 7])
+
+
+@pytest.mark.parametrize(("call", "error", "message"), [
+    (lambda m: m(np.array([5, 259])), ValueError, "ids must be integer token ids in [0, 259) of shape (seq,) or "
+                                                   "(batch, seq); got ids from 5 to 259"),
+    (lambda m: m(np.array([-1, 5])), ValueError, "got ids from -1 to 5"),
+    (lambda m: m(np.zeros((1, 1, 3), int)), ValueError, "at least one token; got shape (1, 1, 3)"),
+    (lambda m: m(np.zeros((1, 0), int)), ValueError, "at least one token; got shape (1, 0)"),
+    (lambda m: m(np.array([5.0, 6.0])), TypeError, "got dtype float64"),
+    (lambda m: m(np.array([5, 6]), ablate=[(2, 0)]), ValueError, "ablate: layer must be"),
+    (lambda m: m(np.array([5, 6]), need_weights=1), TypeError, "need_weights must be True or False"),
+    (lambda m: m.generate(np.array([[5, 6]]), 3), ValueError, "of shape (seq,), at least one token; got shape (1, 2)"),
+    (lambda m: m.generate(np.array([5]), -1), ValueError, "num_tokens must be an int >= 0; got -1"),
+    (lambda m: m.generate(np.array([5]), 2, temperature=-0.5), ValueError, "temperature must be a finite float >= 0"),
+    (lambda m: m.tokenize(b"bytes"), TypeError, "string must be a str; got bytes"),
+    (lambda m: m.detokenize(np.array([300])), ValueError, "got ids from 300 to 300"),
+])
+def test_bad_calls_are_refused_with_a_message_naming_the_argument(call, error, message):
+
+    with pytest.raises(error, match=re.escape(message)):
+        call(tiny_llama(seed=0))
+
+
+def test_weights_that_do_not_fit_the_config_are_refused_by_name():
+    config = LlamaConfig(259, 64, 2, 4, 2, 128)
+    weights = random_weights(config)
+    with pytest.raises(ValueError, match=r"weights\['blk.1.attn_k.weight'\] must have shape \(32, 64\)"):
+        LlamaModel(config, weights | {"blk.1.attn_k.weight": np.zeros((64, 64), np.float32)})
+    with pytest.raises(ValueError, match=r"missing \['blk.0.ffn_up.weight'\], not used \['output.weight'\]"):
+        LlamaModel(config, {k: v for k, v in weights.items() if k != "blk.0.ffn_up.weight"}
+                   | {"output.weight": weights["token_embd.weight"]})
+    bad = weights["blk.0.attn_norm.weight"].copy()
+    bad[3] = np.nan
+    with pytest.raises(ValueError, match=r"weights\['blk.0.attn_norm.weight'\] must be finite"):
+        LlamaModel(config, weights | {"blk.0.attn_norm.weight": bad})
+    with pytest.raises(TypeError, match="must all have one dtype"):
+        LlamaModel(config, weights | {"output_norm.weight": weights["output_norm.weight"].astype(np.float64)})
+    with pytest.raises(ValueError, match="this model has no tokenizer"):
+        LlamaModel(config, weights).tokenize("a")
+    with pytest.raises(ValueError, match="num_kv_heads must divide num_heads = 4"):
+        LlamaConfig(259, 64, 2, 4, 3, 128)
