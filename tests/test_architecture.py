@@ -20,13 +20,14 @@ import mhattn
 from mhattn import softmax, split_heads
 
 PACKAGE = Path(mhattn.__file__).parent
-LAYERS = ("checks", "core", "engine", "learn", "pictures", "explorer")
+LAYERS = ("checks", "core", "engine", "learn", "llm", "pictures", "explorer")
 #: what each layer may import from the package (itself always); the top level may import anything
 MAY_IMPORT = {
     "checks": set(),
     "core": {"checks"},
     "engine": {"checks", "core"},
     "learn": {"checks", "core", "engine"},
+    "llm": {"checks", "core", "engine", "learn"},  # the toy model's measures, applied to a real model's heads
     "pictures": {"checks", "core", "engine"},
     "explorer": {"checks", "core", "engine", "learn", "pictures"},
 }
@@ -140,7 +141,7 @@ def call_from(module, source, **names):
     return scope["result"]
 
 
-SURFACES = ("mhattn", "mhattn.engine", "mhattn.learn", "mhattn.pictures", "mhattn.explorer")
+SURFACES = ("mhattn", "mhattn.engine", "mhattn.learn", "mhattn.llm", "mhattn.pictures", "mhattn.explorer")
 
 
 ELSEWHERE = ["mhattn.core.moved_here", "mhattn.engine.moved_here", "user_code"]

@@ -30,8 +30,9 @@ import inspect
 import numpy as np
 import pytest
 
-SURFACES = ("mhattn", "mhattn.engine", "mhattn.learn", "mhattn.pictures", "mhattn.explorer")
-OPTIONAL = {"mhattn.pictures": "matplotlib", "mhattn.explorer": "ipywidgets"}  # what their doors import when used
+SURFACES = ("mhattn", "mhattn.engine", "mhattn.learn", "mhattn.llm", "mhattn.pictures", "mhattn.explorer")
+# what their doors import when used (mhattn.llm: its tokenizer)
+OPTIONAL = {"mhattn.llm": "tokenizers", "mhattn.pictures": "matplotlib", "mhattn.explorer": "ipywidgets"}
 
 # --- what is wrong for an argument of a given name, whatever the function ------------------
 
