@@ -157,9 +157,10 @@ for text in texts:
 print(f"same next token at {agree} of {total} positions")
 
 # %% [markdown]
-# Almost a third of the predictions change. Compared with Hugging Face's `transformers`
-# reading the same file, the right pairing gives every logit within $10^{-4}$, every
-# attention weight and every generated token; the wrong one does not.
+# Almost a third of the predictions change. Compared with Hugging Face's
+# `transformers` reading the same file, the right pairing gives every logit within
+# about $10^{-4}$, every attention weight and every generated token; the wrong one
+# does not.
 #
 # Notebook 06's other lesson is the repair: reorder the query and key rows of every
 # head from interleaved to half-split (`interleaved_to_half_split`), and the half-split
