@@ -10,8 +10,11 @@ it once with ``python -c "from mhattn.llm import load_smollm2; load_smollm2()"``
 these tests are skipped, except under ``CI=true``, where that is a failure.
 """
 
+import importlib.util
+import json
 import math
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,6 +43,7 @@ TEXTS = ["The capital of France is Paris. The capital of Italy is Rome.",
          "<|im_start|>user\nWhat is attention?<|im_end|>\n<|im_start|>assistant\n"]
 SENTENCE = "The cat sat on the mat. The dog sat on the log. The cat sat on the"
 FIRST_INDUCTION_LAYER = 17
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -261,3 +265,39 @@ def test_section_7_the_best_induction_head_reads_the_on_that_followed_the_first_
     assert len(later_sat) == 2
     for query in later_sat:
         assert np.argmax(pattern[query]) == first_on
+
+
+# --- section 7: the book's live figure -----------------------------------------------------------
+
+
+def book_figure():
+    """book/live_explorer.py, whose smollm_heads.json holds the patterns the book's figure draws."""
+    spec = importlib.util.spec_from_file_location("live_explorer", ROOT / "book" / "live_explorer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_section_7_the_books_stored_patterns_are_the_models_and_each_head_is_of_its_stated_kind(
+        model, scores, sentence):
+    figure = book_figure()
+    stored = json.loads(figure.SMOLLM.read_text(encoding="utf-8"))
+    fresh = figure.smollm_patterns(model)
+    assert stored["text"] == SENTENCE and stored["tokens"] == fresh["tokens"]
+    for old, new in zip(stored["heads"], fresh["heads"], strict=True):
+        assert (old["layer"], old["head"], old["kind"]) == (new["layer"], new["head"], new["kind"])
+        assert np.abs(np.array(old["weights"]) - np.array(new["weights"])).max() < 2e-3
+    previous, prefix = scores
+    best_induction = heads(np.argsort(prefix, axis=None)[::-1][:5])
+    _, weights = model(sentence[None], need_weights=True)
+    share = first_token_share(weights)
+    for head in stored["heads"]:
+        where = (head["layer"], head["head"])
+        if head["kind"] == "induction":
+            assert where in best_induction
+        elif head["kind"] == "previous token":
+            assert previous[where] > 0.5
+        elif head["kind"] == "sink":
+            assert share[where] > 0.9
+        else:
+            assert head["kind"] == "first layer" and where[0] == 0
