@@ -49,6 +49,7 @@ from IPython.display import display
 from threadpoolctl import threadpool_limits
 
 from mhattn import GroupedQueryAttention, causal_mask, interleaved_to_half_split
+from mhattn.explorer.png import png_bytes
 from mhattn.learn import copying_score, prefix_matching_score, token_losses
 from mhattn.llm import (
     LlamaConfig,
@@ -60,7 +61,7 @@ from mhattn.llm import (
     repeat_loss,
 )
 from mhattn.llm.unembed import unembed
-from mhattn.pictures import save_figure, show_source
+from mhattn.pictures import exercise, save_figure, show_source
 
 threadpool_limits(limits=1, user_api="blas")  # one BLAS thread: faster here
 np.set_printoptions(precision=2, suppress=True)
@@ -421,7 +422,7 @@ plt.show()
 # later rows "sat" have a dark cell under the first "on". -->
 
 # %% [markdown]
-# <!-- live-figure: real-heads -->
+# <!-- live-figure: smollm -->
 #
 # Choose any other layer and head. Previous-token heads show a dark line just below the
 # diagonal; many heads show only the sink.
@@ -430,16 +431,21 @@ plt.show()
 # NBVAL_IGNORE_OUTPUT
 layer_choice = widgets.IntSlider(induction[0][0], min=0, max=29, description="layer")
 head_choice = widgets.IntSlider(induction[0][1], min=0, max=8, description="head")
+picture = widgets.Image(format="png")
 
 
-def show_head(layer, head):
-    draw_head(layer, head)
-    plt.show()
+def redraw(change=None):
+    """Draw the chosen head into the picture."""
+    fig = draw_head(layer_choice.value, head_choice.value)
+    fig.canvas.draw()
+    picture.value = png_bytes(np.asarray(fig.canvas.buffer_rgba())[..., :3])  # RGB
+    plt.close(fig)
 
 
-choices = {"layer": layer_choice, "head": head_choice}
-display(widgets.HBox([layer_choice, head_choice]),
-        widgets.interactive_output(show_head, choices))
+for control in (layer_choice, head_choice):
+    control.observe(redraw, names="value")
+redraw()
+display(widgets.HBox([layer_choice, head_choice]), picture)
 
 # %% [markdown]
 # ## 8. What these measures cannot tell
@@ -470,8 +476,96 @@ display(widgets.HBox([layer_choice, head_choice]),
 #   induction heads from finding their target. - Many heads park their weight on the
 #   first token, an attention sink; hiding it makes the model worse.
 # %% [markdown]
+# ## Exercises
+#
+# **Exercise 1: previous-token heads on real text.** Section 4 found the previous-token
+# heads on random tokens. Do the same heads look one step back on the sentence of
+# section 6? Write `previous_heads(weights, cut)`: from weights of shape
+# `(batch, layers, heads, seq, seq)`, every `(layer, head)` whose previous-token score
+# (notebook 09's `previous_token_score`, from `mhattn.learn`, one layer at a time) is
+# above `cut`, sorted. The check runs it on the sentence's weights with `cut=0.5`.
+
+# %%
+previous_heads = ...  # def previous_heads(weights, cut): ... return [(layer, head)]
+
+
+# %% jupyter={"source_hidden": true}
+@exercise(1, crash_hint="previous_heads(weights, cut) should return [(layer, head)]")
+def check_exercise_1(answer):
+    found = [tuple(int(i) for i in pair) for pair in answer(weights, 0.5)]
+    back = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1)  # (1, 30, 9, 18)
+    above = np.nonzero(back.mean(axis=(0, -1)) > 0.5)  # layers, heads
+    truth = [(int(layer), int(head)) for layer, head in zip(*above, strict=True)]
+    assert found == truth, f"expected {len(truth)} heads, sorted; got {found!r:.80}"
+
+
+print(check_exercise_1(previous_heads))
+
+# %% [markdown]
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+from mhattn.learn import previous_token_score
+
+
+def solution_previous_heads(weights, cut):
+    scores = np.stack([previous_token_score(weights[:, layer])  # (heads,) per layer
+                       for layer in range(weights.shape[1])])  # (layers, heads)
+    above = np.nonzero(scores > cut)  # layers, heads
+    return [(int(layer), int(head)) for layer, head in zip(*above, strict=True)]
+
+
+print(solution_previous_heads(weights, 0.5))  # 16.0 and 11.1 again, among others
+print(check_exercise_1(solution_previous_heads))
+
+# %% [markdown]
+# **Exercise 2 (predict, then measure): where the sink sits.** Is the first token a sink
+# because of what it is or because of where it is? Put the start token
+# `<|im_start|>` (id 1) before the sentence of section 6. How many heads then give more
+# than half of their weight to "The", now the second token? Predict `"about as many as
+# before"` or `"almost none"`, then measure it with `model(...)` and the weights'
+# column 1.
+
+# %%
+prediction_2 = ...  # "about as many as before" or "almost none"
+
+
+# %% jupyter={"source_hidden": true}
+@exercise(2, crash_hint='answer with "about as many as before" or "almost none"')
+def check_exercise_2(answer):
+    choices = ("about as many as before", "almost none")
+    assert answer in choices, f"answer with one of {choices}; got {answer!r}"
+    started = np.concatenate([[1], sentence])  # (20,): the start token first
+    _, moved = model(started[None], need_weights=True)  # (1, 30, 9, 20, 20)
+    on_the = moved[0, ..., 2:, 1].mean(-1)  # (30, 9): weight on "The"
+    few = (on_the > 0.5).sum() < 0.2 * (share > 0.5).sum()
+    truth = "almost none" if few else choices[0]
+    assert answer == truth, "not quite: measure moved[0, ..., 2:, 1].mean(-1) > 0.5"
+
+
+print(check_exercise_2(prediction_2))
+
+# %% [markdown]
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# Almost none: the sink moves to the start token, whatever the first token is. A head
+# parks its weight on position 0 because every text has one, not for its meaning. To
+# see it:
+# started = np.concatenate([[1], sentence])
+# _, moved = model(started[None], need_weights=True)
+# print((moved[0, ..., 2:, 1].mean(-1) > 0.5).sum())  # on "The"
+# print((moved[0, ..., 1:, 0].mean(-1) > 0.5).sum())  # on the start token
+solution_prediction_2 = "almost none"
+print(check_exercise_2(solution_prediction_2))
+
+# %% [markdown]
 # ## References
 #
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
+#   Kaiser, Ł. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). The layer in every block of
+#   this model.
 # - Allal, L. B., Lozhkov, A., Bakouch, E., Blázquez, G. M., Penedo, G., Tunstall, L.,
 #   Marafioti, A., Kydlíček, H., Lajarín, A. P., Srivastav, V., et al. (2025). *SmolLM2:
 #   When Smol Goes Big, Data-Centric Training of a Small Language Model.*
