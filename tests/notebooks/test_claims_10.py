@@ -301,3 +301,21 @@ def test_section_7_the_books_stored_patterns_are_the_models_and_each_head_is_of_
             assert share[where] > 0.9
         else:
             assert head["kind"] == "first layer" and where[0] == 0
+
+
+# --- exercises -----------------------------------------------------------------------------------
+
+
+def test_exercise_1_four_of_the_six_previous_token_heads_of_section_4_look_back_on_the_sentence(
+        model, scores, sentence):
+    _, weights = model(sentence[None], need_weights=True)
+    back = np.diagonal(weights, offset=-1, axis1=-2, axis2=-1).mean(axis=(0, -1))  # (30, 9)
+    on_sentence = set(zip(*np.nonzero(back > 0.5), strict=True))
+    on_random = set(zip(*np.nonzero(scores[0] > 0.5), strict=True))
+    assert len(on_random) == 6 and on_sentence == {(1, 2), (2, 1), (11, 1), (16, 0)} <= on_random
+
+
+def test_exercise_2_after_a_start_token_almost_no_head_sinks_into_the_second_token(model, sentence):
+    started = np.concatenate([[1], sentence])
+    _, weights = model(started[None], need_weights=True)
+    assert (weights[0, ..., 2:, 1].mean(-1) > 0.5).sum() < 0.2 * (first_token_share(weights) > 0.5).sum()
