@@ -98,7 +98,7 @@ PROMISES = {
     "07_learning_to_attend": "Derive the backward pass by hand, check it, and train a two-layer model with it.",
     "08_why_several_heads": "Train one head against several on the same task, and see what splitting buys.",
     "09_induction_heads": "Read what the trained heads do: the induction circuit, measured and ablated.",
-    "10_real_model": "Load a real language model's weights into the chapter's layer and read its heads.",
+    "10_real_model": "Run a real language model on your own attention, and find its induction heads.",
     "11_production": "Online softmax, the KV cache, grouped queries and cross-attention: the layer as it is served.",
     "12_efficiency": "Appendix: count the cost, and compute the same numbers in memory that grows linearly.",
     "explore": "Every control in one place: change the sequence, the heads and the mask, and watch the weights.",
@@ -112,13 +112,25 @@ NBVAL_COMMENT = re.compile(r"^[ \t]*# NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 LIVE_FIGURE = re.compile(r"<!--\s*live-figure:\s*(?P<name>[\w-]+)\s*-->")
 
 
-def live_note(has_frame, on_explorer_page=False):
-    """The Markdown that stands in for a live widget on a static page."""
+#: Chapters whose widget has a stand-in on the page, a live figure of the same thing: notebook -> figure
+STANDS_IN = {"10_real_model": "smollm"}
+
+
+def live_note(has_frame, on_explorer_page=False, stem=None):
+    """The Markdown that stands in for a live widget on a static page.
+
+    ``stem``: a chapter of ``STANDS_IN``: the note points to its live figure, and to the
+    chapter's notebook on Binder, instead of to the explorer.
+    """
     frame = "The picture above is its first frame, as stored in the notebook. " if has_frame else ""
     here = ("The live explorer at the top of this page runs the same computation in your browser, with no kernel."
             if on_explorer_page else
             "[The book's explorer page](explore.html) has a live copy that runs in your browser with no kernel.")
-    return (f"*{frame}This Python widget's controls need a running kernel: [Run it live on Binder]({LIVE_URL}) "
+    url = LIVE_URL
+    if stem is not None:
+        here = "The live figure above draws stored weights of the same model in your browser, with no kernel."
+        url = f"https://mybinder.org/v2/gh/mhattn/mhattn/HEAD?urlpath=lab/tree/notebooks/{stem}.ipynb"
+    return (f"*{frame}This Python widget's controls need a running kernel: [Run it live on Binder]({url}) "
             f"(the first start takes a few minutes). {here}*")
 
 
@@ -317,8 +329,10 @@ def for_the_page(notebook, stem="", names=()):
             has_frame = any(is_image(output) for output in kept)
             if stem == "explore":  # the live explorer hides this cell where JavaScript runs
                 metadata["tags"] = sorted(set(metadata.get("tags", [])) | {STILL_FRAME_TAG})
+            own = stem if stem in STANDS_IN else None  # the chapter's own live figure stands in for it
             kept.append({"output_type": "display_data", "metadata": {},
-                         "data": {"text/markdown": live_note(has_frame, on_explorer_page=stem == "explore")}})
+                         "data": {"text/markdown": live_note(has_frame, on_explorer_page=stem == "explore",
+                                                             stem=own)}})
         cell["outputs"], figures, alts = with_captions(kept, number, figures, texts.get(index, ()))
         page[-1:] = one_cell_per_figure(cell, alts)
     notebook["cells"] = page

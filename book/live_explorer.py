@@ -13,7 +13,10 @@ controls and two canvases, and computes every frame in the browser (``explorer-f
   weights the page draws itself from ``RandomState(seed)``, as MultiHeadAttention does.
 
 The chapters' live figures (``_static/live-figures.js``: the mask in chapter 2, the heads in 4, RoPE
-in 8) run on the same engine and data. A chapter's page holds ``<div class="mhattn-live-figure"
+in 6, a real model's heads in 10) run on the same engine and data. Chapter 10's figure shows
+patterns that SmolLM2 computed (``smollm_heads.json``, beside this file, stored because the
+model's weights are fetched, not shipped; ``python book/live_explorer.py --smollm`` rewrites it
+from the model). A chapter's page holds ``<div class="mhattn-live-figure"
 data-figure="NAME">`` (book/build.py writes it where the notebook says ``<!-- live-figure: NAME -->``).
 
 What the scripts must compute from this data, mhattn's own numbers for a set of states, is in
@@ -36,6 +39,7 @@ import numpy as np
 
 from mhattn.explorer import frame
 from mhattn.learn.shipped import load_trained
+from mhattn.llm import load_smollm2
 
 STATIC = Path(__file__).resolve().parent / "_static"
 SCRIPTS = ["explorer-data.js", "explorer-math.js", "explorer-frame.js", "explorer-draw.js", "explorer.js",
@@ -44,7 +48,11 @@ STYLE = "explorer.css"
 SEEDS = (123, 0, 1, 2, 3, 4, 5, 6)  #: the seeds the page offers (each ships 2 x 32 x 64 token numbers)
 CONTAINER = '<div id="mhattn-live-explorer"></div>'
 PAGE = "notebooks/explore.html"
-FIGURES = ("mask", "heads", "rope")  #: the chapters' live figures (live-figures.js)
+FIGURES = ("mask", "heads", "rope", "smollm")  #: the chapters' live figures (live-figures.js)
+SMOLLM = Path(__file__).resolve().parent / "smollm_heads.json"  #: chapter 10's stored patterns
+SMOLLM_TEXT = "The cat sat on the mat. The dog sat on the log. The cat sat on the"  #: notebook 10's sentence
+SMOLLM_HEADS = [(18, 6, "induction"), (17, 4, "induction"), (17, 3, "induction"), (16, 0, "previous token"),
+                (11, 1, "previous token"), (2, 1, "previous token"), (18, 8, "sink"), (0, 0, "first layer")]
 LIVE = ('id="mhattn-live-explorer"', 'class="mhattn-live-figure"')  # a page that holds one of these gets the scripts
 
 
@@ -72,6 +80,7 @@ def explorer_data(seeds=SEEDS):
                    "shown": frame.SHOWN, "defaultTokens": frame.DEFAULT_TOKENS, "rope": True,
                    "ropeBase": 10000.0},
         "random": {"tokens": tokens},
+        "smollm": json.loads(SMOLLM.read_text(encoding="utf-8")),
         "trained": {"vocab": model.vocab, "maxLen": model.max_len, "dModel": model.d_model,
                     "numHeads": model.num_heads, "embed": encode(model.embed), "pos": encode(model.pos),
                     "unembed": encode(model.unembed),
@@ -137,7 +146,20 @@ def write_standalone(folder, seeds=SEEDS, figures=False):
     return page
 
 
+def smollm_patterns(model):
+    """Chapter 10's figure data: the weights of ``SMOLLM_HEADS`` on ``SMOLLM_TEXT``, rounded to 4 decimals."""
+    ids = model.tokenize(SMOLLM_TEXT)  # (seq,)
+    weights = model(ids[None], need_weights=True)[1][0]  # (layers, heads, seq, seq)
+    return {"text": SMOLLM_TEXT, "tokens": [model.detokenize(ids[i : i + 1]) for i in range(len(ids))],
+            "heads": [{"layer": layer, "head": head, "kind": kind,
+                       "weights": np.round(weights[layer, head].astype(np.float64), 4).tolist()}
+                      for layer, head, kind in SMOLLM_HEADS]}
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--smollm"]:
+        SMOLLM.write_text(json.dumps(smollm_patterns(load_smollm2()), separators=(",", ":")) + "\n", encoding="utf-8")
+        sys.exit(f"wrote {SMOLLM}")
     if len(sys.argv) != 2:
         sys.exit("usage: python book/live_explorer.py FOLDER  (writes FOLDER/explorer.html and its assets)")
     print(f"wrote {write_standalone(sys.argv[1])}")

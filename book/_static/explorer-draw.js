@@ -59,7 +59,7 @@
       const row = Math.floor(h / cols), col = h % cols;
       const x0 = left + col * (side + gap), y0 = top + titleH + row * (side + titleH + gap);
       ctx.textAlign = "center"; ctx.fillStyle = INK;
-      ctx.fillText(`head ${h}`, x0 + side / 2, y0 - 4);
+      ctx.fillText(frame.names ? frame.names[h] : `head ${h}`, x0 + side / 2, y0 - 4);
       ctx.imageSmoothingEnabled = false;  // square cells, scaled from one pixel each
       ctx.drawImage(heatmap(frame.weights[h], frame.allowed, n), x0, y0, side, side);
       ctx.strokeStyle = INK; ctx.lineWidth = 1; ctx.strokeRect(x0, y0, side, side);

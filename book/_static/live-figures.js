@@ -240,8 +240,37 @@
     });
   }
 
-  const FIGURES = { mask: maskFigure, heads: headsFigure, rope: ropeFigure };
-  ns.figures = { mask: maskNumbers, heads: headsNumbers, rope: ropeNumbers };
+  // ---------------------------------------------------------------- chapter 10: a real model's heads
+
+  /* One stored head of SmolLM2 on chapter 10's sentence: { head index } -> its weights, computed by the
+     model when the book was built (smollm_heads.json), not in the page. */
+  function smollmNumbers(state, data) {
+    const stored = data.smollm.heads[state.index], n = data.smollm.tokens.length;
+    return { weights: [stored.weights], allowed: range(n).map((i) => range(n).map((j) => j <= i)),
+      labels: data.smollm.tokens, names: [`layer ${stored.layer}, head ${stored.head}`], padded: n };
+  }
+
+  function smollmFigure(root, data) {
+    const { select, labelled } = ns.ui, heads = data.smollm.heads;
+    const choice = select("index", heads.map((h, k) => [`layer ${h.layer}, head ${h.head} (${h.kind})`, k]), 0);
+    const heat = heatmapCanvas("one head of SmolLM2 on a sentence");
+    figure(root, "smollm", "In this page: choose one of SmolLM2's heads. The weights were computed by the "
+      + "model; the page only draws them. Induction heads look at the token after an earlier copy of the "
+      + "current one, previous-token heads one step back, sink heads at the first token.",
+    [labelled("head", choice)], [heat],
+    (width, readout) => {
+      const index = Number(choice.value), stored = heads[index], frame = smollmNumbers({ index }, data);
+      const panels = ns.draw.drawHeads(heat, frame, [`SmolLM2, layer ${stored.layer}, head ${stored.head}: `
+        + `${stored.kind}`, `${data.smollm.tokens.length} tokens · the weights the model computed`], width);
+      const first = stored.weights.slice(1).map((row) => row[0]);
+      lines(readout, [`layer ${stored.layer} · head ${stored.head} · ${stored.kind}`,
+        `mean weight on the first token: ${(first.reduce((a, b) => a + b, 0) / first.length).toFixed(2)}`]);
+      return { frame, panels, record: { state: { index, layer: stored.layer, head: stored.head } } };
+    });
+  }
+
+  const FIGURES = { mask: maskFigure, heads: headsFigure, rope: ropeFigure, smollm: smollmFigure };
+  ns.figures = { mask: maskNumbers, heads: headsNumbers, rope: ropeNumbers, smollm: smollmNumbers };
 
   function init() {
     if (!window.MHATTN_EXPLORER || !ns.ui) return;

@@ -9,6 +9,8 @@ sides; only the order of the sums differs), its heatmap drawn in matplotlib's "B
 - heads (chapter 4): ``MultiHeadAttention(64, num_heads, seed)`` (tests/explorer_expected.py);
 - rope (chapter 8): ``RotaryMultiHeadAttention(16, 1, seed=123)`` (``MultiHeadAttention`` with RoPE off), and
   the scores of token 0's query and key turned to every position by ``apply_rope``.
+- smollm (chapter 10): the weights of SmolLM2's heads stored in book/smollm_heads.json, drawn for the
+  chosen head (the model computed them; tests/notebooks/test_claims_10.py recomputes them).
 
 Then the keyboard (Tab reaches every control with a visible ring, arrows move the sliders), touch
 targets, the cell readout, a phone's width, and the built book's chapter pages. Without a browser:
@@ -42,7 +44,7 @@ from mhattn.core.positions import apply_rope
 
 browser = test_book_explorer.browser  # the same Chromium fixture, launched once per module
 SEED, SHOWN = 123, 1  # the explorer's first seed; it shows sequence 1 of its batch of two
-READY = "(window.__liveFigures || {}).rope"  # the last figure drawn
+READY = "(window.__liveFigures || {}).smollm"  # the last figure drawn
 MASK_N, MASK_D, HEADS_N, HEADS_D, ROPE_N, ROPE_D = 6, 8, 6, 64, 12, 16
 STEPS = {  # each figure's states: (control, value), from the state it starts in
     "mask": [("fillers", "5"), ("fillers", "0"), ("mask", "padding"), ("fillers", "3"), ("mask", "causal"),
@@ -50,7 +52,9 @@ STEPS = {  # each figure's states: (control, value), from the state it starts in
     "heads": [("numHeads", "1"), ("numHeads", "2"), ("numHeads", "8"), ("seed", "3"), ("numHeads", "4"),
               ("seed", "0")],
     "rope": [("query", "0"), ("query", "11"), ("rope", "off"), ("query", "7"), ("rope", "on")],
+    "smollm": [("index", "1"), ("index", "3"), ("index", "6"), ("index", "0")],
 }
+SMOLLM = json.loads((ROOT / "book" / "smollm_heads.json").read_text(encoding="utf-8"))
 
 
 def mask_expected(state):
@@ -85,7 +89,14 @@ def rope_expected(state):
             "curve": np.array(curve), "dots": scores[state["query"]]}
 
 
-EXPECTED = {"mask": mask_expected, "heads": heads_expected, "rope": rope_expected}
+def smollm_expected(state):
+    stored = SMOLLM["heads"][state["index"]]  # SmolLM2's numbers (tests/notebooks/test_claims_10.py checks them)
+    assert (stored["layer"], stored["head"]) == (state["layer"], state["head"])
+    n = len(SMOLLM["tokens"])
+    return {"weights": np.array([stored["weights"]]), "allowed": np.tri(n, dtype=bool)}
+
+
+EXPECTED = {"mask": mask_expected, "heads": heads_expected, "rope": rope_expected, "smollm": smollm_expected}
 
 
 def figure_problems(js, name):
@@ -265,13 +276,14 @@ def test_the_figures_read_on_a_phone(browser, site):
             c.getBoundingClientRect().width / parseFloat(c.style.width))""")
         page.context.close()
     assert width <= 390
-    assert len(scales) == 4 and min(scales) * CANVAS_FONT_PX >= MIN_TEXT_PX, scales
+    assert len(scales) == 5 and min(scales) * CANVAS_FONT_PX >= MIN_TEXT_PX, scales
 
 
 # ---------------------------------------------------------------- the book: markers and pages
 
 BOOK = load("book_build", ROOT / "book" / "build.py")
-CHAPTERS = {"mask": "02_scaled_dot_product_attention", "heads": "04_multi_head_attention", "rope": "06_positions"}
+CHAPTERS = {"mask": "02_scaled_dot_product_attention", "heads": "04_multi_head_attention", "rope": "06_positions",
+            "smollm": "10_real_model"}
 
 
 def test_book_a_marker_becomes_the_container_of_its_figure():

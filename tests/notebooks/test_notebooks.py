@@ -925,6 +925,28 @@ EXERCISES = EXERCISES_01_03 + [
         lambda ns: (ns["changed_positions"], {2, 3, 4, 5}, [{2, 5}, {2, 3, 4, 5, 6, 7}, set()]),
     ),
     (
+        "10_real_model",
+        "check_exercise_1",
+        lambda ns: (
+            ns["previous_heads"],
+            ns["solution_previous_heads"],
+            [
+                lambda w, cut: ns["solution_previous_heads"](w, cut)[::-1],  # not sorted
+                lambda w, cut: ns["solution_previous_heads"](w, cut / 2),  # the cut ignored
+                lambda w, cut: [  # each token on itself, not on the one before
+                    tuple(int(i) for i in pair)
+                    for pair in zip(*np.nonzero(np.diagonal(w, axis1=-2, axis2=-1).mean(axis=(0, -1)) > cut),
+                                    strict=True)
+                ],
+            ],
+        ),
+    ),
+    (
+        "10_real_model",
+        "check_exercise_2",
+        lambda ns: (ns["prediction_2"], "almost none", ["about as many as before", "none at all"]),
+    ),
+    (
         "07_learning_to_attend",
         "check_exercise_1",
         lambda ns: (
