@@ -13,6 +13,12 @@ Options given on the command line win. Without nbval, a notebook that the run co
 skipped with the command that installs it (under ``CI=true`` that is a failure), instead
 of being silently left out.
 
+A test that runs a notebook's code itself (it takes the ``run_notebook`` or ``notebook``
+fixture: the exercise checks, the claims read from a notebook's run) is marked
+``runs_notebook``, so that a job which runs the notebooks elsewhere can leave it out
+(``-m "not runs_notebook"``). The files that take longest (a test marked ``retrains``, then
+the notebooks and the tests that run one) are put first, so that pytest-xdist starts them first.
+
 It also loads a Hypothesis profile without a deadline: no test here is timed (speed is
 measured in ``benchmarks/``), and Hypothesis's 200 ms per example fails a correct test on a
 busy machine.
@@ -73,6 +79,27 @@ class _NbvalMissing(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"{self.path.name}::nbval"
+
+
+RUNS_NOTEBOOK_FIXTURES = {"run_notebook", "notebook"}  # the fixtures that execute a notebook's code
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if RUNS_NOTEBOOK_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.runs_notebook)
+    # The longest files first: pytest-xdist (--dist loadfile) hands out whole files in this
+    # order, so a file that retrains a model, then the files that run notebooks, start at once
+    # on their own workers instead of being the last ones left while the others sit idle.
+    slowest = {}
+    for item in items:
+        rank = 0 if item.get_closest_marker("retrains") else 1 if _runs_a_notebook(item) else 2
+        slowest[item.path] = min(rank, slowest.get(item.path, 2))
+    items.sort(key=lambda item: slowest[item.path])  # stable: each file keeps its order
+
+
+def _runs_a_notebook(item):
+    return item.path.suffix == ".ipynb" or item.get_closest_marker("runs_notebook") is not None
 
 
 def pytest_collect_file(file_path, parent):

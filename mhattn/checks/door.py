@@ -31,27 +31,38 @@ def door(function, check_arguments, *, results_finite=True, moved=None):
     ``check_arguments`` takes the function's arguments by name and returns
     ``(arguments, result_dtype)``: the normalised arguments, and the dtype to cast array
     results to (None to leave them as computed); or ``(arguments, result_dtype, guard)``, with
-    ``guard`` a context manager the call runs inside; or ``(arguments, result_dtype, guard,
-    after)``, with ``after(result)`` giving what the caller receives (a ``backward`` function
-    returned behind a door of its own, say). ``results_finite=False`` skips the
-    overflow check, for functions that only move numbers around (:func:`mhattn.split_heads`).
-    ``moved`` maps keyword arguments that the function no longer takes to a sentence saying
-    where they went, raised as the ``TypeError``. The plain function stays reachable as
-    ``__wrapped__`` (what :func:`mhattn.pictures.show_source` shows).
+    ``guard`` a context manager the call runs inside (None for none); or ``(arguments,
+    result_dtype, guard, after)``, with ``after(result)`` giving what the caller receives (a
+    ``backward`` function returned behind a door of its own, say). ``results_finite=False``
+    skips the overflow check, for functions that only move numbers around
+    (:func:`mhattn.split_heads`). ``moved`` maps keyword arguments that the function no
+    longer takes to a sentence saying where they went, raised as the ``TypeError``. The plain
+    function stays reachable as ``__wrapped__`` (what :func:`mhattn.pictures.show_source` shows).
     """
     bind = _binder(function, moved or {})
+    fewest, most, tail = _positional(function, check_arguments)
     name = function.__qualname__
 
     @functools.wraps(function)
     def checked_call(*args, **kwargs):
-        arguments, result_dtype, *extra = check_arguments(**bind(args, kwargs))
-        if not extra:
-            with np.errstate(all="ignore"):  # overflow is reported below, with a clear message
-                return _finish(name, function(**arguments), result_dtype, results_finite)
-        guard, *after = extra
-        with guard, np.errstate(all="ignore"):
-            result = _finish(name, function(**arguments), result_dtype, results_finite)
-        return after[0](result) if after else result
+        if kwargs or not fewest <= len(args) <= most:
+            checked = check_arguments(**bind(args, kwargs))
+        elif len(args) == most:  # the common call: the check takes the arguments in the function's order
+            checked = check_arguments(*args)
+        else:
+            checked = check_arguments(*args, *tail[len(args) - fewest:])
+        if len(checked) == 4:
+            arguments, result_dtype, guard, after = checked
+        elif len(checked) == 2:
+            (arguments, result_dtype), guard, after = checked, None, None
+        else:
+            (arguments, result_dtype, guard), after = checked, None
+        if guard is None:
+            result = _quietly(function, arguments, name, result_dtype, results_finite)
+        else:
+            with guard:
+                result = _quietly(function, arguments, name, result_dtype, results_finite)
+        return result if after is None else after(result)
 
     checked_call.__door__ = check_arguments  # what the door checks (the door test reads it)
     return checked_call
@@ -65,6 +76,26 @@ def checked(check_arguments, *, results_finite=True, moved=None):
 def moves_numbers(check_arguments):
     """:func:`checked` for functions that only move numbers around: no overflow check on the result."""
     return checked(check_arguments, results_finite=False)
+
+
+def _positional(function, check_arguments):
+    """``(fewest, most, defaults)``: how many positional arguments a call may give for the fast path.
+
+    When ``check_arguments`` names exactly the function's parameters, in the same order, and
+    they are all positional-or-keyword, a call without keywords can hand its positional
+    arguments to the check as they are (the missing ones from ``defaults``), without building
+    a dict first. Otherwise ``(1, 0, ())``: no call takes the fast path.
+    """
+    never = (1, 0, ())
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+        check_names = list(inspect.signature(check_arguments).parameters)
+    except (TypeError, ValueError):
+        return never
+    if [p.name for p in parameters] != check_names or any(p.kind is not p.POSITIONAL_OR_KEYWORD for p in parameters):
+        return never
+    defaults = tuple(p.default for p in parameters if p.default is not p.empty)
+    return len(parameters) - len(defaults), len(parameters), defaults
 
 
 def _binder(function, moved):
@@ -102,6 +133,15 @@ def _binder(function, moved):
     return bind
 
 
+@np.errstate(all="ignore")  # overflow is reported by _finish, with a clear message
+def _quietly(function, arguments, name, result_dtype, results_finite):
+    """``function(**arguments)`` with NumPy's floating-point warnings silenced, then :func:`_finish`."""
+    result = function(**arguments)
+    if result_dtype is None and not results_finite:
+        return result
+    return _finish(name, result, result_dtype, results_finite)
+
+
 def _finish(name, result, result_dtype, results_finite):
     """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``.
 
@@ -111,7 +151,8 @@ def _finish(name, result, result_dtype, results_finite):
         return dict(zip(result, _finish(name, tuple(result.values()), result_dtype, results_finite), strict=True))
     single = not isinstance(result, tuple)
     items = (result,) if single else result
-    if result_dtype is not None:  # cast first: a float32 result beyond 65504 is inf in float16
+    if result_dtype is not None and any(isinstance(item, np.ndarray) and item.dtype != result_dtype for item in items):
+        # cast first: a float32 result beyond 65504 is inf in float16
         items = tuple(item.astype(result_dtype, copy=False) if isinstance(item, np.ndarray) else item
                       for item in items)
     if results_finite:

@@ -5,11 +5,11 @@ place) and the arguments of ``forward``. The overflow check bounds the scores fr
 own weights, without computing a projection.
 """
 
-import contextlib
 import math
 
 import numpy as np
 
+from .forward_result import emptied_rows, every_row_took_something
 from .positions import module_positions, rope_pairing, rope_settings
 from .values import (
     compute_dtype,
@@ -93,7 +93,7 @@ def module_weights(self, dtype):
     The common case costs two reductions per weight (no copy); anything else goes through
     :func:`weight` for its exact message.
     """
-    width = self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
+    width = _qkv_width(self)
     largest = 0.0
     limit = float(np.finfo(dtype).max)
     shapes = {"W_qkv": (self.d_model, width), "W_o": (self.d_model, self.d_model)}
@@ -173,22 +173,42 @@ def module_mask(value, scores_shape):
 def forward_args(self, x, mask):
     """Arguments of :meth:`mhattn.MultiHeadAttention.forward`: shapes and dtypes, no pass over any value.
 
-    The values of ``x`` and of the weights are read only if the output is not finite
-    (:class:`_AfterTheForward`), to say which one was not finite or that the computation
-    overflowed. So a chapter-size call costs little more than its body.
+    The values of ``x`` and of the weights are read only if the results are not as they should
+    be (:func:`after_the_forward`), to say which one was not finite or that the computation
+    overflowed. So a chapter-size call costs little more than its body: the common call (a
+    float32 or float64 ``x`` of the module's width, weights of their shapes in ``x``'s dtype,
+    no mask or a boolean ``(seq_len, seq_len)`` one) is recognised in one test, and needs no
+    cast of the results (the body computes in the wider of the dtypes of ``x`` and the weights).
     """
-    x = tokens("x", x, self.d_model, values_later=True)
+    W_qkv, W_o, d_model = self.W_qkv, self.W_o, self.d_model
+    if type(x) is np.ndarray and type(W_qkv) is np.ndarray and type(W_o) is np.ndarray:
+        dtype, shape = x.dtype, x.shape
+        if (
+            (dtype is FLOAT64 or dtype is FLOAT32) and W_qkv.dtype is dtype and W_o.dtype is dtype
+            and len(shape) == 3 and shape[2] == d_model and W_o.shape == (d_model, d_model)
+            and W_qkv.shape == (d_model, d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k)
+            and (mask is None or type(mask) is np.ndarray and mask.dtype is BOOL and mask.shape == (shape[1], shape[1]))
+        ):
+            return {"self": self, "x": x, "mask": mask}, None, None, after_the_forward(self, x, mask)
+    x = tokens("x", x, d_model, values_later=True)
     dtype, result_dtype = compute_dtype(x)
     x = x.astype(dtype, copy=False)
     weight_shapes(self)
     mask = module_mask(mask, (x.shape[0], self.num_heads, x.shape[1], x.shape[1]))
-    after = _AfterTheForward(self, x, mask)
-    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype, NOTHING_AROUND, after.check
+    return {"self": self, "x": x, "mask": mask}, result_dtype or dtype, None, after_the_forward(self, x, mask)
+
+
+FLOAT64, FLOAT32, BOOL = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.bool_)  # NumPy's own instances
+
+
+def _qkv_width(self):
+    """The columns of ``W_qkv``: ``d_model`` for the queries, then the keys' and the values' heads."""
+    return self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
 
 
 def weight_shapes(self):
     """Raise unless ``W_qkv`` and ``W_o`` are float arrays of the module's shapes (their values are not read)."""
-    width = self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
+    width = _qkv_width(self)
     for name, value, shape in (("W_qkv", self.W_qkv, (self.d_model, width)), ("W_o", self.W_o, (self.d_model,
                                                                                                  self.d_model))):
         if not (type(value) is np.ndarray and value.dtype.kind == "f" and value.shape == shape):
@@ -198,38 +218,28 @@ def weight_shapes(self):
                                 f"{np.asarray(value).dtype}")
 
 
-NOTHING_AROUND = contextlib.nullcontext()  # a door's guard that does nothing (reusable)
-
-
-class _AfterTheForward:
-    """What a forward's door checks after the body: the output finite, and no row emptied by an overflow.
+def after_the_forward(module, x, mask):
+    """What a forward's door checks after the body (:mod:`.forward_result`): ``check(result)`` -> result.
 
     A non-finite output means a non-finite ``x`` or weight (named here) or an overflow (the
     one message). A row of zeros where the mask allows a key is the overflow that leaves no
-    NaN: every allowed score of the row overflowed to ``-inf``, which would look like a fully
-    masked row.
+    NaN: every allowed score of the row overflowed to ``-inf``.
     """
 
-    __slots__ = ("module", "x", "mask")
-
-    def __init__(self, module, x, mask):
-        self.module, self.x, self.mask = module, x, mask
-
-    def check(self, result):
+    def check(result):
         output, weights = result
-        name = f"{type(self.module).__name__}.forward"
+        if math.isfinite(np.vdot(output, output)) and every_row_took_something(weights):  # finite_at_a_glance
+            return result
+        name = f"{type(module).__name__}.forward"
         if not np.isfinite(output).all():
-            tokens("x", self.x, self.module.d_model)  # a ValueError naming x, if it is not finite
-            module_weights(self.module, self.x.dtype)  # or naming the weight
+            tokens("x", x, module.d_model)  # a ValueError naming x, if it is not finite
+            module_weights(module, x.dtype)  # or naming the weight
             raise overflow_error(name, output.dtype)
-        sums = weights.sum(axis=-1)  # (batch, heads, seq_q): 1, or 0 for a row that took nothing
-        if sums.size and not sums.min() > 0:
-            empty = sums == 0
-            allowed = np.ones(empty.shape, bool) if self.mask is None else np.broadcast_to(
-                self.mask, weights.shape).any(axis=-1)
-            if (empty & allowed).any():
-                raise overflow_error(name, output.dtype, "a score q.k/sqrt(d_k)")
+        if emptied_rows(weights, mask):
+            raise overflow_error(name, output.dtype, "a score q.k/sqrt(d_k)")
         return result
+
+    return check
 
 
 def rotary_forward_args(self, x, mask, positions):
@@ -238,7 +248,8 @@ def rotary_forward_args(self, x, mask, positions):
     arguments, result_dtype, *after = forward_args(self, x, mask)
     x = arguments["x"]
     positions = module_positions(positions, True, x.shape[0], x.shape[1])
-    return arguments | {"positions": positions}, result_dtype, *after
+    # the rotation's tables may be wider than x: the result goes back in x's dtype whatever they are
+    return arguments | {"positions": positions}, result_dtype or x.dtype, *after
 
 
 def split_heads_method_args(self, x):
