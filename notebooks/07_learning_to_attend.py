@@ -556,7 +556,7 @@ for name in ("icl_score", "induction_loss"):
 # already learning to copy where every token can be copied, a precursor of the induction
 # heads, and the phase change follows. Token 3 can never be copied, since no block has
 # been repeated by then, and its loss stays near $\log 32$. Tokens 16 and 31 drop with
-# the phase change. The ICL score on the training task ends near -0.3 nats, the
+# the phase change. The ICL score on the training task ends near -0.5 nats, the
 # induction loss near a quarter of a nat: the same circuit, measured on text where
 # copying is sometimes possible, or always.
 #
