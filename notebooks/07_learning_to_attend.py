@@ -193,15 +193,16 @@ show_source(multihead_vjp)
 def gradient_check(mha, x, mask, entries=30, h=1e-6, seed=0):
     """Worst error of backward's gradients against central differences (relative)."""
     rng = np.random.default_rng(seed)
-    G = rng.standard_normal(x.shape)
+    G = rng.standard_normal(x.shape)  # (batch, seq_len, d_model): dL/d output
+    # one gradient per array, of its shape:
     grads = multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads, mask)[2](G)
     arrays = {"x": x, "W_qkv": mha.W_qkv, "W_o": mha.W_o}  # perturbed, then restored
     errors = {}
     for name, array in arrays.items():
         worst = 0.0
         for _ in range(entries):
-            index = tuple(rng.integers(0, size) for size in array.shape)
-            old = array[index]
+            index = tuple(rng.integers(0, size) for size in array.shape)  # one entry
+            old = array[index]  # a scalar
             array[index] = old + h
             up = np.sum(mha(x, mask)[0] * G)
             array[index] = old - h
@@ -215,7 +216,7 @@ def gradient_check(mha, x, mask, entries=30, h=1e-6, seed=0):
 
 
 mha = MultiHeadAttention(d_model=16, num_heads=4, seed=0)
-x = np.random.default_rng(1).standard_normal((2, 6, 16))
+x = np.random.default_rng(1).standard_normal((2, 6, 16))  # (batch, seq_len, d_model)
 keep = padding_mask([6, 4], 6)  # (2, 1, 1, 6): the second sequence has 4 real tokens
 mask = causal_mask(6) & keep & keep.transpose(0, 1, 3, 2)  # (2, 1, 6, 6)
 for name, error in gradient_check(mha, x, mask).items():
@@ -232,8 +233,8 @@ for name, error in gradient_check(mha, x, mask).items():
 # rounding part depends on the BLAS library.
 
 # %%
-steps_h = np.logspace(-9, -2, 15)
-errors_h = np.array(
+steps_h = np.logspace(-9, -2, 15)  # (15,)
+errors_h = np.array(  # (15,): the worst error at each step
     [max(gradient_check(mha, x, mask, entries=8, h=h).values()) for h in steps_h]
 )
 fig, ax = plt.subplots(figsize=(5, 3.6), layout="constrained")
@@ -295,6 +296,7 @@ print("gradient reaching every real token is non-zero:      ", np.all(d_x[1, :4]
 # letters (`decode_tokens`; ids 26-31 have no letter and show as `<id>`):
 
 # %%
+# tokens (1, 32); n, offset, gap (1,) each:
 tokens, n, offset, gap = induction_batch(np.random.default_rng(3), 1)
 n0, o0, g0 = n[0], offset[0], gap[0]
 print(f"n = {n0}, offset = {o0}, gap = {g0}")
@@ -316,9 +318,8 @@ show_source(determined_positions)
 
 # %%
 # what measure() scores:
-tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)
-# (512, 32): the second copy but its last position
-second_copy = repeated_positions(n, 32, offset, gap)
+tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)  # (512, 32)
+second_copy = repeated_positions(n, 32, offset, gap)  # (512, 32): 2nd copy but its last
 determined = determined_positions(tokens, n, offset, gap)  # (512, 32)
 print(f"second-copy positions: {second_copy.sum()}; determined: {determined.sum()}")
 print(f"ambiguous: {1 - determined.sum() / second_copy.sum():.2f}")
@@ -434,7 +435,7 @@ show_source(Adam.step)
 # amplifies that, so a retrain can differ a little from the stored weights.
 
 # %%
-RETRAIN = False  # True: train here (about two minutes of one core); False: load it
+RETRAIN = False  # True: train here (a few minutes of one core); False: load it
 
 if RETRAIN:
     model = train(num_layers=2, seed=0, progress=True)
@@ -449,8 +450,9 @@ print(
 )
 
 # %% [markdown]
-# The CPU time is what one idle core needs; on a busy machine, where several processes
-# take turns on each core, the wall time is longer.
+# On a busy machine, where several processes take turns on each core, the wall time
+# includes the waits for a free core; the CPU time counts only the training's own work
+# (it rises a little too, as the other processes evict its data from the caches).
 #
 # The checkpoint stores its training history: every 5 steps the loss and the accuracy
 # of that step's batch, and every 50 steps the losses of chosen tokens on 256 fixed
