@@ -8,8 +8,8 @@
 ``--default-recipe`` runs :func:`mhattn.learn.train.train` as ``python -m mhattn.train`` does (4000
 steps, its history and probes, one BLAS thread) and prints the CPU time of the process
 (``resource.getrusage``) and the 1-minute load average before and after: the number behind the
-trainer's ``--help`` (at most ``CPU_MINUTES`` minutes of one idle core). On a loaded machine the
-CPU time rises too (cores shared with other work), so read it with the load average.
+trainer's ``--help`` (about ``CPU_MINUTES`` minutes of CPU time on one core). On a loaded machine
+the CPU time rises too (caches shared with other work), so read it with the load average.
 
 A step is: draw a batch (64 sequences of 32 tokens), forward, the mean cross-entropy of every
 next token (the loss of :func:`mhattn.learn.train.loss_and_grads`), backward, Adam. Both sides start
@@ -122,7 +122,7 @@ def default_recipe():
     cpu_after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     print(f"default recipe (2 layers, seed 0): {cpu:.1f} s of CPU ({time.perf_counter() - start:.1f} s wall); "
-          f"promised at most {CPU_MINUTES * 60} s on one idle core; 1-minute load average "
+          f"--help says about {CPU_MINUTES * 60:.0f} s; 1-minute load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
 
 

@@ -455,11 +455,11 @@ print(
 # (it rises a little too, as the other processes evict its data from the caches).
 #
 # The checkpoint stores its training history: every 5 steps the loss and the accuracy
-# of that step's batch, and every 50 steps the losses of chosen tokens on 256 fixed
-# sequences. The grey lines are chance (a uniform guess: loss $\log 32$, accuracy
-# $1/32$); the orange lines are the one-layer model at the end of its training. The
-# curves start at step 5: at step 1 the weights are random, and their losses say only
-# how large the random logits are.
+# of that step's batch, and at the steps `history["probe_step"]` the losses of chosen
+# tokens on 256 fixed sequences. The grey lines are chance (a uniform guess: loss
+# $\log 32$, accuracy $1/32$); the orange lines are the one-layer model at the end of
+# its training. The curves leave out step 1, where the weights are random and their
+# losses say only how large the random logits are.
 
 # %%
 history, one_history = model.history, one_layer_model.history
@@ -522,12 +522,12 @@ print(f"one layer at the end of its training: {one_accuracy:.2f}")
 # gets right, so it can fall from $\log 32$ towards zero.
 
 # %%
-probe_step = history["probe_step"]  # (81,): every 50 steps, and step 1
+probe_step = history["probe_step"]  # (probes,): the steps the probes ran at
 later = probe_step > 1
 fig, ax = plt.subplots(figsize=(5, 3.6), layout="constrained")
 for column, label in enumerate(["token 3", "token 16", "token 31"]):
     ax.plot(probe_step[later], history["token_loss"][later, column], lw=1, label=label)
-induction = history["induction_loss"]  # (81,)
+induction = history["induction_loss"]  # (probes,)
 ax.plot(probe_step[later], induction[later], color="black", label="induction loss")
 ax.axvspan(700, jump, color="gray", alpha=0.15, label="precursor")
 ax.set(xlabel="step", ylabel="loss (nats)", title="Losses through training")

@@ -24,8 +24,8 @@ from .train import BATCH_SIZE, CPU_MINUTES, LEARNING_RATE, STEPS, keep_freed_mem
 DESCRIPTION = (
     "Train the chapter's tiny attention-only transformer (mhattn.learn.model.InductionModel) on the "
     "induction task, with the chapter's own backward pass and Adam, and save it as a .npz checkpoint. "
-    f"The default recipe takes at most {CPU_MINUTES} minutes of CPU time on one idle core (longer on a "
-    "busy machine); the checkpoint records the time its run took."
+    f"The default recipe takes about {CPU_MINUTES} minutes of CPU time on one core (measured on a busy "
+    "2-core AMD EPYC; an idle core needs less); the checkpoint records the time its run took."
 )
 EPILOG = "example: python -m mhattn.train --layers 2 --seed 0 --out induction.npz"
 #: The deepest model the command trains. At initialisation every layer multiplies the residual

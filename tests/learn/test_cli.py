@@ -32,7 +32,7 @@ def test_the_trainer_runs_without_its_optional_helpers_and_says_so(tmp_path, blo
 
 def test_the_help_states_the_default_recipes_time():
     help_text = " ".join(cli.parser().format_help().split())  # argparse wraps lines
-    assert f"at most {cli.CPU_MINUTES} minutes of CPU time on one idle core" in help_text
+    assert f"about {cli.CPU_MINUTES} minutes of CPU time on one core" in help_text
 
 
 TINY = ["--steps", "2", "--batch-size", "4", "--quiet", "--layers", "1"]

@@ -12,7 +12,7 @@ from mhattn import MultiHeadAttention, causal_mask, multihead_vjp, padding_mask
 from mhattn.learn.circuits import loss_report, measure
 from mhattn.learn.shipped import load_trained, training_record
 from mhattn.learn.task import determined_positions, induction_batch, repeated_positions
-from mhattn.learn.train import CPU_MINUTES, EVAL_EVERY, FINAL_LR_FRACTION, LEARNING_RATE, PROBE_EVERY, STEPS, WARMUP
+from mhattn.learn.train import EVAL_EVERY, FINAL_LR_FRACTION, LEARNING_RATE, STEPS, WARMUP
 from mhattn.learn.training_probes import PROBE_SIZE
 
 
@@ -128,16 +128,11 @@ def test_3_one_layer_guesses_first_copy_tokens_no_more_often_than_a_random_earli
 
 def test_4_the_recipe_the_prose_states():
     assert (STEPS, WARMUP, LEARNING_RATE, FINAL_LR_FRACTION) == (4000, 100, 1e-2, 0.1)
-    assert (EVAL_EVERY, PROBE_EVERY, PROBE_SIZE) == (5, 50, 256)  # "every 5 steps", "every 50 steps", "256"
+    assert (EVAL_EVERY, PROBE_SIZE) == (5, 256)  # "every 5 steps", "256 fixed sequences"
+    history = load_trained().history
+    assert np.all(np.diff(history["step"][1:]) == EVAL_EVERY) and history["token_loss"].shape[1] == 3
     record = training_record(2)
     assert (record["steps"], record["batch_size"], record["seed"]) == (4000, 64, 0)
-
-
-def test_4_the_recorded_cpu_time_is_within_what_the_trainer_promises():
-    """The trainer wrote the record; its CPU time is within the --help's promise, its wall time no shorter."""
-    record = training_record(2)
-    assert record["cpu_seconds"] <= CPU_MINUTES * 60
-    assert record["seconds"] >= 0.9 * record["cpu_seconds"]  # one thread: wall time at least the CPU time
 
 
 @pytest.fixture(scope="module")
