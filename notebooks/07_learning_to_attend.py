@@ -531,7 +531,7 @@ induction = history["induction_loss"]  # (probes,)
 ax.plot(probe_step[later], induction[later], color="black", label="induction loss")
 ax.axvspan(700, jump, color="gray", alpha=0.15, label="precursor")
 ax.set(xlabel="step", ylabel="loss (nats)", title="Losses through training")
-ax.legend()
+ax.legend(loc="upper right")  # above the curves
 plt.show()
 save_figure(fig, FIGURES / "07_icl_score.png")
 for s in (700, 900, 1300):
@@ -548,7 +548,7 @@ for name in ("icl_score", "induction_loss"):
 # copied and stays near log 32; tokens 16 and 31 drop at the phase change.
 #
 # <!-- alt: Four loss curves against the training step: token 3 stays flat near 3.5
-# nats; tokens 16 and 31 fall together by about a quarter of a nat at the phase change
+# nats; tokens 16 and 31 fall together by about half a nat at the phase change
 # near step 1400; the black induction loss bends down from about step 700 inside a grey
 # shaded band, then falls steeply to a fraction of a nat. -->
 

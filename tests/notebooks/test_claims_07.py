@@ -184,8 +184,9 @@ def test_4_token_losses_drop_with_the_phase_change(curves):
     token_loss = history["token_loss"]
     assert abs(token_loss[before, 0].mean() - token_loss[after, 0].mean()) < 0.1  # token 3: nothing to copy
     assert abs(token_loss[after, 0].mean() - np.log(32)) < 0.1  # "stays near log 32"
-    for column in (1, 2):  # tokens 16 and 31
-        assert token_loss[after, column].mean() < token_loss[before, column].mean() - 0.2
+    for column in (1, 2):  # tokens 16 and 31 fall "by about half a nat" (the alt text)
+        drop = token_loss[before, column].mean() - token_loss[-20:, column].mean()
+        assert 0.4 <= drop <= 0.6 and token_loss[after, column].mean() < token_loss[before, column].mean() - 0.3
     assert history["induction_loss"][after].mean() < history["induction_loss"][before].mean() - 2
 
 
