@@ -3,6 +3,13 @@
     python benchmarks/bench_training.py                    # float32, 2 threads
     python benchmarks/bench_training.py --threads 1 --dtype float64
     python benchmarks/bench_training.py --time-to-targets  # also train mhattn until every target is met
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_training.py --default-recipe  # the trainer's CPU time, whole
+
+``--default-recipe`` runs :func:`mhattn.learn.train.train` as ``python -m mhattn.train`` does (4000
+steps, its history and probes, one BLAS thread) and prints the CPU time of the process
+(``resource.getrusage``) and the 1-minute load average before and after: the number behind the
+trainer's ``--help`` (about ``CPU_MINUTES`` minutes of CPU time on one core). On a loaded machine
+the CPU time rises too (caches shared with other work), so read it with the load average.
 
 A step is: draw a batch (64 sequences of 32 tokens), forward, the mean cross-entropy of every
 next token (the loss of :func:`mhattn.learn.train.loss_and_grads`), backward, Adam. Both sides start
@@ -18,6 +25,8 @@ run: machine load cancels out of the ratio, not out of the absolute numbers.
 """
 
 import argparse
+import os
+import resource
 import statistics
 import time
 
@@ -27,7 +36,8 @@ from mhattn.learn.circuits import claims, measure
 from mhattn.learn.model import InductionModel
 from mhattn.learn.optim import Adam
 from mhattn.learn.task import induction_batch
-from mhattn.learn.train import BATCH_SIZE, LEARNING_RATE, initial_model, keep_freed_memory, loss_and_grads
+from mhattn.learn.train import BATCH_SIZE, CPU_MINUTES, LEARNING_RATE, initial_model, keep_freed_memory, train
+from mhattn.learn.training_step import loss_and_grads
 
 
 def numpy_stepper(model, dtype):
@@ -103,6 +113,19 @@ def time_to_targets(dtype, seed, check_every=50, max_steps=4000):
     return None, seconds
 
 
+def default_recipe():
+    """Train the default recipe once; print its CPU time beside the promise and the machine's load."""
+    load_before = os.getloadavg()[0]
+    cpu_before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.perf_counter()
+    train(2, seed=0, threads=1)
+    cpu_after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
+    print(f"default recipe (2 layers, seed 0): {cpu:.1f} s of CPU ({time.perf_counter() - start:.1f} s wall); "
+          f"--help says about {CPU_MINUTES * 60:.0f} s; 1-minute load average "
+          f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -112,7 +135,11 @@ def main():
     parser.add_argument("--time-to-targets", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--default-malloc", action="store_true", help="skip keep_freed_memory() (both sides slow down)")
+    parser.add_argument("--default-recipe", action="store_true", help="time python -m mhattn.train's recipe, whole")
     args = parser.parse_args()
+    if args.default_recipe:
+        keep_freed_memory()  # as the command line does
+        return default_recipe()
     malloc = "glibc defaults" if args.default_malloc else f"keep_freed_memory() -> {keep_freed_memory()}"
 
     import torch

@@ -14,34 +14,25 @@
 # ---
 
 # %% [markdown]
-# # 7. Learning to attend: the backward pass and training
+# # 7. How does attention learn? The backward pass and training
 #
-# Every weight in notebooks 01-08 was random or built by hand, and notebook 04 warned
-# more than once that its heatmaps "mean nothing yet". This notebook trains the module.
-# It derives the backward pass of multi-head attention by hand, checks it against finite
-# differences, and uses it to train a two-layer, attention-only model in NumPy. Its
-# heads then discover a small algorithm of their own: **previous-token heads** and
-# **induction heads**, the circuit that Olsson et al. (2022) found in every model with
-# two or more layers that they trained. We measure what the heads do with the scores
-# that paper and Elhage et al. (2021) define, so that the numbers mean here what they
-# mean in the literature.
+# Every weight in notebooks 01-06 was random or built by hand, and notebook 04 warned
+# more than once that its heatmaps "mean nothing yet". This notebook answers one
+# question: how does attention *learn* its weights? It derives the backward pass of
+# multi-head attention by hand, checks it against finite differences, and uses it to
+# train a small attention-only model in NumPy on a task that needs two layers. Training
+# then shows a pattern seen in large language models too: a long slow start, a quiet
+# precursor, and a sudden jump.
 #
 # **In this notebook you will learn**
 #
 # - what a vector-Jacobian product is, and the backward pass of the softmax, of
 #   attention (masks included), of the head reshapes and of the projections;
 # - how to check a gradient with central differences, and how small the error can be;
-# - a task that one attention layer cannot solve and two can, and why;
-# - how training turns random heatmaps into readable patterns, with a sudden phase
-#   change;
-# - the standard measurements of a head: previous-token and prefix-matching scores, the
-#   OV circuit and its copying score, the QK circuit, K-composition, and the in-context
-#   learning score;
-# - how to tell a circuit from a shortcut: a model trained on repeats at one place
-#   copies only there, and its previous-token heads show why;
-# - how to test what a head does by switching it off (ablation), and a path ablation
-#   that cuts only what layer 1's keys read;
-# - how the trained model continues a prompt token by token through a KV cache.
+# - the induction task, which one attention layer cannot solve and two can, and why;
+# - how one training step runs the chain rule through a whole model, and what Adam does;
+# - what the training curve shows: a slow ramp, a precursor, then a phase change, and
+#   two ways to measure in-context learning.
 
 # %%
 # %matplotlib inline
@@ -64,35 +55,17 @@ from mhattn import (
 )
 from mhattn.learn import (
     Adam,
-    accuracy,
-    claims,
-    composition_baseline,
-    composition_scores,
-    copying_score,
     decode_tokens,
     determined_positions,
-    encode_letters,
-    forward_without_key_path,
-    generate,
     induction_batch,
-    initial_model,
-    k_composition_scores,
-    load_shortcut,
     load_trained,
-    loss_and_grads,
     loss_report,
     measure,
-    offset_accuracy,
-    ov_circuit,
-    prefix_matching_by_offset,
-    prefix_matching_score,
-    previous_token_profile,
-    previous_token_score,
-    qk_circuit,
     repeated_positions,
     train,
     training_record,
 )
+from mhattn.learn import training_step as step  # the listings of section 4
 from mhattn.pictures import exercise, not_yet, save_figure, show_source
 
 np.set_printoptions(precision=2, suppress=True)
@@ -220,15 +193,16 @@ show_source(multihead_vjp)
 def gradient_check(mha, x, mask, entries=30, h=1e-6, seed=0):
     """Worst error of backward's gradients against central differences (relative)."""
     rng = np.random.default_rng(seed)
-    G = rng.standard_normal(x.shape)
+    G = rng.standard_normal(x.shape)  # (batch, seq_len, d_model): dL/d output
+    # one gradient per array, of its shape:
     grads = multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads, mask)[2](G)
     arrays = {"x": x, "W_qkv": mha.W_qkv, "W_o": mha.W_o}  # perturbed, then restored
     errors = {}
     for name, array in arrays.items():
         worst = 0.0
         for _ in range(entries):
-            index = tuple(rng.integers(0, size) for size in array.shape)
-            old = array[index]
+            index = tuple(rng.integers(0, size) for size in array.shape)  # one entry
+            old = array[index]  # a scalar
             array[index] = old + h
             up = np.sum(mha(x, mask)[0] * G)
             array[index] = old - h
@@ -242,7 +216,7 @@ def gradient_check(mha, x, mask, entries=30, h=1e-6, seed=0):
 
 
 mha = MultiHeadAttention(d_model=16, num_heads=4, seed=0)
-x = np.random.default_rng(1).standard_normal((2, 6, 16))
+x = np.random.default_rng(1).standard_normal((2, 6, 16))  # (batch, seq_len, d_model)
 keep = padding_mask([6, 4], 6)  # (2, 1, 1, 6): the second sequence has 4 real tokens
 mask = causal_mask(6) & keep & keep.transpose(0, 1, 3, 2)  # (2, 1, 6, 6)
 for name, error in gradient_check(mha, x, mask).items():
@@ -259,8 +233,8 @@ for name, error in gradient_check(mha, x, mask).items():
 # rounding part depends on the BLAS library.
 
 # %%
-steps_h = np.logspace(-9, -2, 15)
-errors_h = np.array(
+steps_h = np.logspace(-9, -2, 15)  # (15,)
+errors_h = np.array(  # (15,): the worst error at each step
     [max(gradient_check(mha, x, mask, entries=8, h=h).values()) for h in steps_h]
 )
 fig, ax = plt.subplots(figsize=(5, 3.6), layout="constrained")
@@ -287,17 +261,14 @@ print("h = 1e-2 is 1000 times worse:", errors_h[-1] > 1000 * errors_h.min())
 # middle near a dotted vertical line at the cube root of machine epsilon, and rises
 # again to the right. -->
 
+
 # %% [markdown]
-# The package's tests go further: every entry, several shapes and masks, grouped
-# queries, and PyTorch's autograd with the same weights, which agrees to
-# $10^{-10}$ in float64.
-#
 # The masks give exact zeros, as derived. The two padded tokens of the second sequence
 # can neither see nor be seen, so no gradient reaches them:
 
 # %%
 output, weights, backward = multihead_vjp(x, mha.W_qkv, mha.W_o, mha.num_heads, mask)
-d_x = backward(np.ones_like(output))["x"]
+d_x = backward(np.ones_like(output))["x"]  # (2, 6, 16)
 print("gradient reaching the two padded tokens is exactly 0:", np.all(d_x[1, 4:] == 0))
 print("gradient reaching every real token is non-zero:      ", np.all(d_x[1, :4] != 0))
 
@@ -325,6 +296,7 @@ print("gradient reaching every real token is non-zero:      ", np.all(d_x[1, :4]
 # letters (`decode_tokens`; ids 26-31 have no letter and show as `<id>`):
 
 # %%
+# tokens (1, 32); n, offset, gap (1,) each:
 tokens, n, offset, gap = induction_batch(np.random.default_rng(3), 1)
 n0, o0, g0 = n[0], offset[0], gap[0]
 print(f"n = {n0}, offset = {o0}, gap = {g0}")
@@ -346,80 +318,109 @@ show_source(determined_positions)
 
 # %%
 # what measure() scores:
-tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)
-# (512, 32): the second copy but its last position
-second_copy = repeated_positions(n, 32, offset, gap)
+tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)  # (512, 32)
+second_copy = repeated_positions(n, 32, offset, gap)  # (512, 32): 2nd copy but its last
 determined = determined_positions(tokens, n, offset, gap)  # (512, 32)
 print(f"second-copy positions: {second_copy.sum()}; determined: {determined.sum()}")
 print(f"ambiguous: {1 - determined.sum() / second_copy.sum():.2f}")
+
 
 # %% [markdown]
 # About one position in five is ambiguous: the random tokens before the second copy,
 # up to 24 of them drawn from 32, often repeat a block token. We score next-token
 # accuracy on the determined positions only. The training loss is a language model's:
-# the cross-entropy of **every** next token, predictable or not. Because $n$ changes
-# from sequence to sequence, no fixed offset finds the earlier copy: the model must find
-# it by content.
+# the cross-entropy of **every** next token, predictable or not.
 #
 # **The model** is the smallest Transformer that can hold the algorithm: token and
-# position embeddings, attention layers added to a residual stream, and an unembedding.
-# No MLP, no LayerNorm, no biases, and every layer is the chapter's own
-# `MultiHeadAttention` (`d_model = 64`, 4 heads, causal mask):
+# position embeddings (the learned table of notebook 06), attention layers added to a
+# residual stream, and an unembedding. No MLP, no LayerNorm, no biases, and every layer
+# is the chapter's own `MultiHeadAttention` (`d_model = 64`, 4 heads, causal mask):
 #
 # ```
-# h = embed[tokens] + pos[:seq_len]
+# h = embed[tokens] + pos[:seq_len]                      # (batch, seq_len, d_model)
 # for each layer: h = h + MultiHeadAttention(h, causal_mask)[0]
-# logits = h @ unembed
+# logits = h @ unembed                                   # (batch, seq_len, vocab)
 # ```
 #
-# **Why one layer cannot do it.** To predict token $t+1$, position $t$ must find the key
-# $j = t - n + 1$, the token *after* the earlier copy of token $t$. But the key at $j$
-# holds token $j$ and position $j$ only, and neither says "my predecessor was token
-# $t$". A single layer can find the earlier copy itself (same token), but its value is
-# the copy, the one token we already know. The information that identifies $j$ sits one
-# position to the left of $j$, and attention can only move information between
-# positions, one layer at a time.
+# **Why one layer cannot do it.** Take a position $t$ in the second copy. Its token
+# first appeared $n + g$ positions earlier, at $t - n - g$, so the answer sits at
+# $j = t - n - g + 1$, the token *after* the earlier copy. Since $n$ and $g$ change from
+# sequence to sequence, no fixed distance finds $j$. But the key at $j$ holds token $j$
+# and position $j$ only, and neither says "my predecessor was token $t$". A single layer
+# can find the earlier copy itself (same token), but its value is the copy, the one
+# token we already know. The information that identifies $j$ sits one position to the
+# left of $j$, and attention moves information between positions one layer at a time.
 #
 # **Why two layers can.** Layer 0 copies each token's predecessor into its position (a
-# previous-token head). Now the key at $j$ does say "my predecessor was token $t$", and
-# a layer-1 head whose query asks "whose predecessor is my token?" lands on $j$ and
-# copies its token: an induction head. Elhage et al. (2021) call this **K-composition**:
-# the layer-1 head's keys read what a layer-0 head wrote. A one-layer model trained
-# exactly the same way ships with the package; here is what it manages on the same 512
-# sequences:
+# *previous-token head*). Now the key at $j$ does say "my predecessor was token $t$",
+# and a layer-1 head whose query asks "whose predecessor is my token?" lands on $j$ and
+# copies its token: an *induction head*. Elhage et al. (2021) call this
+# **K-composition**: the layer-1 head's keys read what a layer-0 head wrote. A one-layer
+# model trained exactly the same way ships with the package; here is what it manages on
+# the same 512 sequences:
 
 # %%
 one_layer_model = load_trained(num_layers=1)
-one_layer = measure(one_layer_model)
-guess = one_layer_model.predict(tokens)  # (512, 32)
-rows, columns = np.nonzero(determined)
-pairs = zip(rows, columns, strict=True)
-in_first_copy = [guess[b, t] in tokens[b, : n[b]] for b, t in pairs]
-print(f"one layer: accuracy {one_layer['accuracy']:.2f}")
-print(f"its guesses that are a token of the first copy: {np.mean(in_first_copy):.2f}")
+guess = one_layer_model.predict(tokens)  # (512, 32): its most likely next token
+rows, columns = np.nonzero(determined)  # the determined positions, one (b, t) each
+seen, first, drawn = [], [], []
+for b, t in zip(rows, columns, strict=True):
+    block = tokens[b, offset[b] : offset[b] + n[b]]  # (n,): the first copy
+    earlier = tokens[b, :t]  # (t,): the tokens before position t
+    seen.append(guess[b, t] in earlier)
+    first.append(guess[b, t] in block)
+    drawn.append(np.isin(earlier, block).mean())  # a token of a random earlier position
+print(f"one layer: accuracy {measure(one_layer_model)['accuracy']:.2f}")
+print(f"its guesses that are a token seen earlier: {np.mean(seen):.2f}")
+print(f"its guesses that are a token of the first copy: {np.mean(first):.2f}")
+print(f"a token drawn from a random earlier position: {np.mean(drawn):.2f}")
 
 # %% [markdown]
-# About one in five right, where a uniform guess would score 1/32. Three in four of its
-# guesses at a determined position are a token of the first copy: one layer can find
-# the tokens seen before and copy one of them, but not tell which of them comes next.
+# About one in five right, where a uniform guess would score 1/32. Nearly all its
+# guesses (97 %) are tokens seen earlier in the sequence, where a uniform guess over the
+# 32 tokens would land on one less than half the time: one layer has learned to copy
+# *some* earlier token. But not the block's: 71 % of its guesses are tokens of the first
+# copy, a little *fewer* than the 77 % that picking the token at a random earlier
+# position would give. One layer can copy what it has seen, but not tell which token
+# comes next.
+
 
 # %% [markdown]
 # ## 4. Training
 #
-# One training step runs the model forward through each layer's `vjp`, takes the
-# cross-entropy and its gradient (softmax minus one-hot), and runs the chain rule back
-# through the layers. The residual connection $h \leftarrow h + \text{layer}(h)$ means
-# the gradient reaching a layer's input is the gradient of its output *plus* what flows
-# back through the layer. The embedding lookup is a product with one-hot rows, so its
-# gradient sums the gradients of every position that looked a token up:
+# One training step runs the model forward through each layer's vjp, keeping every
+# layer's `backward`:
 
 # %%
-show_source(loss_and_grads)
+show_source(step.forward_pass)
 
 # %% [markdown]
-# Adam (Kingma and Ba, 2015) then moves every weight. It divides a running mean of the
-# gradient by the square root of a running mean of its square, so every weight takes
-# steps of about the learning rate, whatever the scale of its gradient:
+# The loss is the cross-entropy of every next token; its gradient with respect to the
+# logits is the softmax minus a one-hot row, divided by the number of tokens scored:
+
+# %%
+show_source(step.next_token_loss)
+
+# %% [markdown]
+# Then the chain rule runs back through the layers. The residual connection $h
+# \leftarrow h + \text{layer}(h)$ means the gradient reaching a layer's input is the
+# gradient of its output *plus* what flows back through the layer:
+
+# %%
+show_source(step.backward_pass)
+
+# %% [markdown]
+# The embedding lookup is a product with one-hot rows, so its gradient sums the
+# gradients of every position that looked a token up:
+
+# %%
+show_source(step.embedding_grads)
+
+# %% [markdown]
+# `loss_and_grads(model, tokens, n)` is these four in a row. Adam (Kingma and Ba, 2015)
+# then moves every weight. It divides a running mean of the gradient by the square root
+# of a running mean of its square, so every weight takes steps of about the learning
+# rate, whatever the scale of its gradient:
 
 # %%
 show_source(Adam.step)
@@ -428,14 +429,13 @@ show_source(Adam.step)
 # `python -m mhattn.train --layers 2 --seed 0 --out induction.npz` runs 4000 such
 # steps of 64 sequences, with a step size that rises over the first 100 steps to
 # $10^{-2}$ and then falls along a cosine to a tenth of that. The trained model ships
-# with the package, so this notebook loads it, and with it the wall time that the
-# command measured and the machine it ran on. Set `RETRAIN = True` to train it here
-# instead. The run is seeded, but BLAS libraries round differently on different
-# machines and training amplifies that, so a retrain can differ a little from the
-# stored weights; the measurements below should come out close.
+# with the package, so this notebook loads it, with the time the command measured and
+# the machine it ran on. Set `RETRAIN = True` to train it here instead: the run is
+# seeded, but BLAS libraries round differently on different machines and training
+# amplifies that, so a retrain can differ a little from the stored weights.
 
 # %%
-RETRAIN = False  # True: train here (minutes of one core); False: load the shipped model
+RETRAIN = False  # True: train here (a few minutes of one core); False: load it
 
 if RETRAIN:
     model = train(num_layers=2, seed=0, progress=True)
@@ -444,146 +444,126 @@ else:
 print(model)
 record = training_record(2)
 print(
-    f"{record['steps']} steps: {record['seconds'] / 60:.1f} minutes of wall time, "
-    f"{record['cpu_seconds'] / 60:.1f} minutes of CPU time, "
-    f"on one core of {record['machine']} "
-    f"(1-minute load average {record['load_average']:.1f})"
+    f"{record['steps']} steps: {record['cpu_seconds']:.0f} s of CPU time, "
+    f"{record['seconds']:.0f} s of wall time, on {record['machine']} "
+    f"(1-minute load average up to {record['load_average']:.1f})"
 )
 
 # %% [markdown]
-# The shipped model was trained on a shared machine: a load average of about 10 on 2
-# cores means that five processes took turns on each core, so the wall time is several
-# times the CPU time the training itself used. On an idle core the wall time is about
-# the CPU time, under five minutes.
+# On a busy machine, where several processes take turns on each core, the wall time
+# includes the waits for a free core; the CPU time counts only the training's own work
+# (it rises a little too, as the other processes evict its data from the caches).
 #
-# The checkpoint stores its training history, recorded every 5 steps: the loss and the
-# accuracy of each training batch, and the losses of chosen tokens on 256 fixed
-# sequences. The grey lines are chance (a uniform guess: loss $\log 32$, accuracy
-# $1/32$); the orange lines are the one-layer model at the end of its training. The
-# curves start at step 5: at step 1 the weights are random, and their losses say only
-# how large the random logits are.
+# The checkpoint stores its training history: every 5 steps the loss and the accuracy
+# of that step's batch, and at the steps `history["probe_step"]` the losses of chosen
+# tokens on 256 fixed sequences. The grey lines are chance (a uniform guess: loss
+# $\log 32$, accuracy $1/32$); the orange lines are the one-layer model at the end of
+# its training. The curves leave out step 1, where the weights are random and their
+# losses say only how large the random logits are.
 
 # %%
 history, one_history = model.history, one_layer_model.history
 after_1 = history["step"] > 1  # step 1: the random initial weights
-steps = history["step"][after_1]
+steps = history["step"][after_1]  # (800,): every 5 steps
 fig, axes = plt.subplots(1, 2, figsize=(5.5, 3.2), layout="constrained", sharex=True)
-for ax, key, title, chance in [
-    (axes[0], "loss", "loss", np.log(32)),
-    (axes[1], "accuracy", "accuracy", 1 / 32),
-]:
+for ax, key, chance in [(axes[0], "loss", np.log(32)), (axes[1], "accuracy", 1 / 32)]:
     ax.plot(steps, history[key][after_1], lw=1)
     ax.axhline(chance, color="gray", linestyle=":")
     ax.axhline(one_history[key][-20:].mean(), color="tab:orange", linestyle="--")
-    ax.set(xlabel="step", title=title)
+    ax.set(xlabel="step", title=key)
 axes[1].set_ylim(0, 1.02)
 plt.show()
 save_figure(fig, FIGURES / "07_training_curve.png")
-acc, loss = history["accuracy"], history["loss"]
-jump = history["step"][np.argmax(acc > 0.9)]
-plateau = (history["step"] >= 500) & (history["step"] <= jump - 100)
-one_loss, one_acc = (
-    one_history["loss"][-20:].mean(),
-    one_history["accuracy"][-20:].mean(),
-)
-print(
-    f"history entries: {len(history['step'])}, "
-    f"every {history['step'][2] - history['step'][1]} steps"
-)
+
+
+def mean_accuracy(first_step, last_step):
+    """The batch accuracy, averaged over the history's steps in [first, last]."""
+    chosen = (history["step"] >= first_step) & (history["step"] <= last_step)
+    return history["accuracy"][chosen].mean()
+
+
+jump = history["step"][np.argmax(history["accuracy"] > 0.9)]
+print(f"accuracy, steps 200-400: {mean_accuracy(200, 400):.3f}")
+print(f"accuracy, steps 1200-1300: {mean_accuracy(1200, 1300):.3f}")
 print(f"first step with batch accuracy above 0.9: {jump}")
-print(
-    f"plateau, steps 500 to {jump - 100}, on average: "
-    f"loss {loss[plateau].mean():.2f}, accuracy {acc[plateau].mean():.2f}"
-)
-print(
-    f"one layer at the end of its training: loss {one_loss:.2f}, accuracy {one_acc:.2f}"
-)
+one_accuracy = one_history["accuracy"][-20:].mean()  # its last 100 steps
+print(f"one layer at the end of its training: {one_accuracy:.2f}")
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** Training the two-layer model, step 1 left out. After a plateau the loss
-# drops and the accuracy jumps above 0.9 as the induction heads form. Dotted: chance;
-# dashed: the one-layer model at the end of its training.
+# **Figure.** Training the two-layer model, step 1 left out. The accuracy creeps up for
+# more than a thousand steps, then jumps above 0.9 within about a hundred, and the loss
+# drops with it. Dotted: chance; dashed: the one-layer model at the end of its training.
 #
-# <!-- alt: Two panels against the training step. Left, the loss falls from about 3.5 to
-# below 3 after a plateau; right, the accuracy sits near 0.1 on the plateau, then rises
-# steeply to nearly 1. A dotted line marks chance and a dashed orange line the one-layer
-# model's level. -->
+# <!-- alt: Two panels against the training step. Left, the loss stays near 3.5 until
+# about step 1400, then falls below 3; right, the accuracy creeps up slowly from near
+# zero, then rises steeply to nearly 1 around step 1400. A dotted line marks chance and
+# a dashed orange line the one-layer model's level. -->
 
 # %% [markdown]
-# For more than a thousand steps the loss sits just below $\log 32$ and the accuracy
-# stays low. This plateau is not "what one layer can do": on average its loss is higher
-# and its accuracy half of the one-layer model's at the end of its training (the orange
-# lines), so the two-layer model has not yet learned even the partial copying that one
-# layer manages. Then, within a couple of hundred steps, the accuracy jumps above 0.9
-# and the loss drops: the phase change that Olsson et al. saw in large models at the
-# moment their induction heads formed. The loss stays far above zero because most
-# tokens of a sequence are random and cannot be predicted at all.
+# For more than a thousand steps the loss stays within a few hundredths of $\log 32$,
+# and the accuracy is not flat but a slow ramp: from about 0.045 at steps 200-400 to
+# 0.13 at steps 1200-1300, still below the one-layer model's 0.18. Then, within about a
+# hundred steps, the accuracy jumps above 0.9 and the loss drops: the *phase change*
+# that Olsson et al. (2022) saw in large models at the moment their induction heads
+# formed. The loss stays far above zero because most tokens of a sequence are random
+# and cannot be predicted at all.
 #
 # **In-context learning score.** Olsson et al. (2022) define it on the training
 # distribution: the loss of the 500th token of a 512-token context minus the loss of the
 # 50th, negative when the model predicts late tokens better than early ones because it
 # uses what it has seen. Our context is 32 tokens, so we take the same fractions, token
-# 31 minus token 3, on 256 fixed sequences of the training task. We also draw a
-# mid-context token, 16. Beside it we draw a different probe, the **induction loss**:
-# the mean loss of the second half of 16 random tokens repeated once, where every token
-# can be copied (`mhattn.learn.circuits.induction_loss`). The two differ in what they
-# average over. The ICL score is a difference of two positions of ordinary training
-# text, where most tokens cannot be predicted, so it stays a fraction of a nat. The
-# induction loss asks only about tokens that a perfect copier gets right, so it can
-# fall from $\log 32$ towards zero.
+# 31 minus token 3, on 256 fixed sequences of the training task; we also draw a
+# mid-context token, 16. `loss_report` calls it `icl_score`, and the same difference on
+# repeated random tokens `repeated_icl_score`. Beside them we draw a different probe,
+# the **induction loss**: the mean loss of the second half of 16 random tokens repeated
+# once, where every token can be copied. The ICL score is a difference of two positions
+# of ordinary training text, where most tokens cannot be predicted, so it stays a
+# fraction of a nat. The induction loss asks only about tokens that a perfect copier
+# gets right, so it can fall from $\log 32$ towards zero.
 
 # %%
-token_loss = history["token_loss"][after_1]  # (entries, 3): tokens 3, 16 and 31
+probe_step = history["probe_step"]  # (probes,): the steps the probes ran at
+later = probe_step > 1
 fig, ax = plt.subplots(figsize=(5, 3.6), layout="constrained")
 for column, label in enumerate(["token 3", "token 16", "token 31"]):
-    ax.plot(steps, token_loss[:, column], lw=1, label=label)
-ax.plot(
-    steps,
-    history["induction_loss"][after_1],
-    lw=1,
-    color="black",
-    label="induction loss",
-)
+    ax.plot(probe_step[later], history["token_loss"][later, column], lw=1, label=label)
+induction = history["induction_loss"]  # (probes,)
+ax.plot(probe_step[later], induction[later], color="black", label="induction loss")
+ax.axvspan(700, jump, color="gray", alpha=0.15, label="precursor")
 ax.set(xlabel="step", ylabel="loss (nats)", title="Losses through training")
-ax.legend()
+ax.legend(loc="upper right")  # above the curves
 plt.show()
 save_figure(fig, FIGURES / "07_icl_score.png")
-report = loss_report(model)
-early, mid, late = report["token_loss"]
-print(
-    f"training distribution: token 3 {early:.2f}, token 16 {mid:.2f}, "
-    f"token 31 {late:.2f} nats"
-)
-print(
-    f"ICL score (token 31 - token 3): {report['icl_score']:.2f} nats; "
-    f"one layer: {loss_report(one_layer_model)['icl_score']:.2f}"
-)
-print(
-    f"induction loss: {report['induction_loss']:.2f} nats; "
-    f"one layer: {loss_report(one_layer_model)['induction_loss']:.2f}"
-)
+for s in (700, 900, 1300):
+    print(f"induction loss at step {s}: {induction[probe_step == s][0]:.2f}")
+report, one_report = loss_report(model), loss_report(one_layer_model)
+print(f"tokens 3, 16, 31: {np.round(report['token_loss'], 2)} nats")
+for name in ("icl_score", "induction_loss"):
+    print(f"{name}: {report[name]:.2f} nats; one layer: {one_report[name]:.2f}")
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** The losses of tokens 3, 16 and 31 of the training task, and the induction
-# loss on repeated random tokens, through training. Token 3 cannot be copied and stays
-# near log 32; tokens 16 and 31 drop with the phase change; the induction loss drops
-# further, towards zero.
+# loss on repeated random tokens, through training. The induction loss starts to fall
+# around step 700, long before the jump (shaded: the precursor); token 3 cannot be
+# copied and stays near log 32; tokens 16 and 31 drop at the phase change.
 #
 # <!-- alt: Four loss curves against the training step: token 3 stays flat near 3.5
-# nats; tokens 16 and 31 fall together by about half a nat at the phase change; the
-# induction loss falls from above log 32 to a fraction of a nat. -->
+# nats; tokens 16 and 31 fall together by about half a nat at the phase change
+# near step 1400; the black induction loss bends down from about step 700 inside a grey
+# shaded band, then falls steeply to a fraction of a nat. -->
 
 # %% [markdown]
-# Token 3 can never be copied, since no block has been repeated by then, and its loss
-# stays near $\log 32$. Tokens 16 and 31 drop together with the phase change, when the
-# induction heads form, and end close together. The induction loss starts to fall a few
-# hundred steps before the jump, as the first imperfect copying appears where every
-# token can be copied, and it drops much further. The ICL score on the training
-# distribution ends near -0.5 nats, the induction loss near a quarter of a nat: the same
-# circuit, measured on text where copying is sometimes possible, or always.
-
-# %% [markdown]
+# The slow ramp is not idle. From about step 700 the induction loss falls, from 3.44 to
+# 2.9 by step 1300, while the accuracy on the training task barely moves: the model is
+# already learning to copy where every token can be copied, a precursor of the induction
+# heads, and the phase change follows. Token 3 can never be copied, since no block has
+# been repeated by then, and its loss stays near $\log 32$. Tokens 16 and 31 drop with
+# the phase change. The ICL score on the training task ends near -0.5 nats, the
+# induction loss near a quarter of a nat: the same circuit, measured on text where
+# copying is sometimes possible, or always.
 #
+# Notebook 09 opens the trained model and reads what each head does.
+
 # %% [markdown]
 # ## Summary
 #
@@ -593,7 +573,11 @@ print(
 # - One layer cannot copy "what followed my token last time"; two can, by K-composition:
 #   a previous-token head in layer 0 writes each token's predecessor, and an induction
 #   head in layer 1 matches its query against it and copies the key's token.
-# - Training finds this circuit after a plateau, in a sudden phase change.
+# - A training step is the forward pass through each layer's vjp, the cross-entropy,
+#   and the chain rule back, the residual stream carrying the gradient around every
+#   layer; Adam scales each weight's step.
+# - Training finds the circuit after a slow ramp with a precursor (the induction loss
+#   falls first), in a sudden phase change.
 
 # %% [markdown]
 # ## Exercises
@@ -611,7 +595,7 @@ def my_softmax_vjp(weights, d_weights):
     return ...  # your code here
 
 
-# %%
+# %% jupyter={"source_hidden": true}
 @exercise(
     1,
     crash_hint="my_softmax_vjp gets two arrays of shape (3, 2, 5) and returns one "
@@ -740,18 +724,12 @@ print(check_exercise_2(solution_prediction))
 #   Askell, A., Bai, Y., Chen, A., et al. (2022). *In-context Learning and Induction
 #   Heads.* Transformer Circuits Thread.
 #   [arXiv:2209.11895](https://arxiv.org/abs/2209.11895). Induction heads, the
-#   prefix-matching score, the in-context learning score, the phase change, and the
-#   ablations this notebook repeats at toy scale.
+#   in-context learning score and the phase change.
 # - Elhage, N., Nanda, N., Olsson, C., Henighan, T., Joseph, N., Mann, B., Askell, A.,
 #   Bai, Y., Chen, A., Conerly, T., et al. (2021). *A Mathematical Framework for
 #   Transformer Circuits.* Transformer Circuits Thread.
 #   [transformer-circuits.pub/2021/framework](https://transformer-circuits.pub/2021/framework/index.html).
-#   Attention-only transformers, the QK and OV circuits, the copying score and
-#   K-composition.
-# - Kazemnejad, A., Padhi, I., Natesan Ramamurthy, K., Das, P. and Reddy, S. (2023).
-#   *The Impact of Positional Encoding on Length Generalization in Transformers.*
-#   NeurIPS 2023. [arXiv:2305.19466](https://arxiv.org/abs/2305.19466). Theorem 1: a
-#   causal layer without positions can write each token's absolute position.
+#   Attention-only transformers and K-composition.
 # - Kingma, D. P. and Ba, J. (2015). *Adam: A Method for Stochastic Optimization.* ICLR
 #   2015. [arXiv:1412.6980](https://arxiv.org/abs/1412.6980). Algorithm 1 is
 #   `Adam.step`.
@@ -760,10 +738,8 @@ print(check_exercise_2(solution_prediction))
 #   ([cs231n.github.io/optimization-2](https://cs231n.github.io/optimization-2/),
 #   [cs231n.github.io/neural-networks-3](https://cs231n.github.io/neural-networks-3/#gradcheck)).
 #   Forward/backward pairs, central differences, and relative errors.
-# - Michel, P., Levy, O. and Neubig, G. (2019). *Are Sixteen Heads Really Better than
-#   One?* NeurIPS 2019. [arXiv:1905.10650](https://arxiv.org/abs/1905.10650). Trained
-#   heads are often redundant, as the single-head ablations here are.
 #
 # ---
-# The explorer ([explore.ipynb](explore.ipynb)) can switch to the trained weights: type
-# `a b c d x a b c` and watch layer 1 light up on the repeat.
+# Previous: [06_positions.ipynb](06_positions.ipynb), where tokens get their positions.
+# Next: [08_why_several_heads.ipynb](08_why_several_heads.ipynb) trains models with what
+# this notebook built, to ask why attention has several heads.

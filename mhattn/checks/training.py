@@ -112,12 +112,13 @@ def schedule_args(step, steps, lr, warmup, final_fraction):
             "final_fraction": final_fraction}, None
 
 
-def train_args(num_layers, seed, steps, lr, batch_size, dtype, eval_every, progress, threads):
+def train_args(num_layers, seed, steps, lr, batch_size, dtype, eval_every, probe_every, progress, threads):
     """Arguments of :func:`mhattn.learn.train.train`: every one checked before the first step."""
     return {"num_layers": positive_int("num_layers", num_layers), "seed": check_seed(seed),
             "steps": positive_int("steps", steps), "lr": learning_rate(lr),
             "batch_size": positive_int("batch_size", batch_size), "dtype": float_dtype(dtype),
-            "eval_every": positive_int("eval_every", eval_every), "progress": flag("progress", progress),
+            "eval_every": positive_int("eval_every", eval_every),
+            "probe_every": positive_int("probe_every", probe_every), "progress": flag("progress", progress),
             "threads": positive_int("threads", threads)}, None
 
 

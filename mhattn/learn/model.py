@@ -82,7 +82,7 @@ class InductionModel:
     layers : list of MultiHeadAttention
     vocab, max_len, d_model, num_heads : int
     history : dict of ndarray
-        The training curve, ``{"step", "loss", "accuracy", ...}`` (empty before training).
+        The training curve, ``{"step", "loss", "accuracy", "probe_step", ...}`` (empty before training).
     layer_classes : tuple of classes
         The classes a checkpoint rebuilds its layers as; :meth:`save` refuses any other layer.
 
@@ -271,14 +271,18 @@ class InductionModel:
         model.layers = [_layer(model.d_model, model.num_heads, 0, rope, base) for rope, base in sizes["rope"]]
         for i, layer in enumerate(model.layers):
             layer.W_qkv, layer.W_o = params[f"layer{i}.W_qkv"], params[f"layer{i}.W_o"]
-        model.history = history
+        model.history = _with_probe_steps(history)
         return model
 
     def __repr__(self):
-        return (
-            f"InductionModel(num_layers={len(self.layers)}, vocab={self.vocab}, max_len={self.max_len}, "
-            f"d_model={self.d_model}, num_heads={self.num_heads})"
-        )
+        return (f"InductionModel(num_layers={len(self.layers)}, vocab={self.vocab}, max_len={self.max_len}, "
+                f"d_model={self.d_model}, num_heads={self.num_heads})")
+
+
+def _with_probe_steps(history):
+    """``history`` with ``probe_step``: probes without steps of their own were recorded at every ``step``."""
+    missing = "token_loss" in history and "step" in history and "probe_step" not in history
+    return history | {"probe_step": history["step"]} if missing else history
 
 
 def _silenced(layers, ablate):

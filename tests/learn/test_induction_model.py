@@ -27,10 +27,10 @@ from mhattn.learn.circuits import (
 )
 from mhattn.learn.shipped import load_shortcut, load_trained
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
-from mhattn.learn.train import EVAL_EVERY, train
+from mhattn.learn.train import EVAL_EVERY, PROBE_EVERY, train
 
 RETRAIN_SEED = 11  #: used by no other test or checkpoint
-RETRAIN_EVAL_EVERY = 100  # the history's spacing in the retrain: its probes cost twice the training at every 5
+RETRAIN_EVAL_EVERY = 100  # the history's spacing in the retrain (the same weights at any spacing)
 MIN_LEN, MAX_LEN = 4, 32
 
 
@@ -42,7 +42,7 @@ def shipped():
 
 @pytest.fixture(scope="module")
 def retrained():
-    model = train(2, seed=RETRAIN_SEED, eval_every=RETRAIN_EVAL_EVERY)  # the same weights at any eval_every
+    model = train(2, seed=RETRAIN_SEED, eval_every=RETRAIN_EVAL_EVERY, probe_every=RETRAIN_EVAL_EVERY)
     return model, measure(model, num_sequences=1024, seed=77)
 
 
@@ -210,9 +210,14 @@ def test_induction_heads_k_compose_above_chance(trained):
 def test_the_history_records_both_losses_and_the_phase_change(trained, request):
     model, _ = trained
     history, every = model.history, RETRAIN_EVAL_EVERY if "retrained" in request.node.name else EVAL_EVERY
-    assert set(history) == {"step", "lr", "loss", "accuracy", "token_loss", "induction_loss"}
-    assert np.all(np.diff(history["step"][1:]) == every) and history["token_loss"].shape == (len(history["step"]), 3)
-    first, last = history["step"] <= 100, history["step"] > history["step"][-1] - 100  # steps 1-100 and the last 100
+    assert set(history) == {"step", "lr", "loss", "accuracy", "probe_step", "token_loss", "induction_loss"}
+    probe_every = RETRAIN_EVAL_EVERY if "retrained" in request.node.name else PROBE_EVERY
+    assert np.all(np.diff(history["step"][1:]) == every)
+    spacing = np.unique(np.diff(history["probe_step"][1:]))  # the probes' own, or every step's where none is stored
+    assert len(spacing) == 1 and spacing[0] in (probe_every, every)
+    assert history["token_loss"].shape == (len(history["probe_step"]), 3)
+    probe_step = history["probe_step"]
+    first, last = probe_step <= 100, probe_step > probe_step[-1] - 100  # steps 1-100 and the last 100
     assert history["induction_loss"][last].mean() < 0.5 < history["induction_loss"][first].mean()
 
 

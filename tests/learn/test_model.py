@@ -98,6 +98,18 @@ def test_save_and_load_round_trip(tmp_path):
     assert np.array_equal(again.history["loss"], model.history["loss"])
 
 
+@pytest.mark.parametrize(("probe_step", "expected"), [(None, [1, 5, 10]), ([1, 10], [1, 10])])
+def test_a_loaded_history_names_the_steps_its_probes_ran_at(tmp_path, probe_step, expected):
+    """Probes recorded without steps of their own ran at every ``step``; their own steps are kept."""
+    model = InductionModel(1, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    probes = len(expected)
+    model.history = {"step": np.array([1, 5, 10]), "loss": np.ones(3), "token_loss": np.ones((probes, 3))}
+    if probe_step is not None:
+        model.history["probe_step"] = np.array(probe_step)
+    history = InductionModel.load(model.save(tmp_path / "m.npz")).history
+    assert history["probe_step"].tolist() == expected and len(history["token_loss"]) == probes
+
+
 # --- the shipped checkpoint at work (the heads' scores: tests/learn/test_circuits.py) ---------------------
 
 

@@ -965,7 +965,7 @@ EXERCISES = EXERCISES_01_03 + [
         lambda ns: (ns["prediction"], {"dQ", "dK"}, [{"dV"}, {"dQ"}, "dQ", {"dQ", "dK", "dX"}]),
     ),
     (
-        "07_learning_to_attend",
+        "09_induction_heads",
         "check_exercise_3",
         lambda ns: (ns["prediction_3"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
     ),
