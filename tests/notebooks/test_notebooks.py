@@ -1184,8 +1184,6 @@ def test_notebook_source_lines_fit_88_characters(name):
 # Every listing a notebook shows fits one screen ----------------------------------------------------
 
 LISTING_LINES = 25
-#: notebooks whose longest listing is still being split into smaller functions
-LONG_LISTINGS = {"07_learning_to_attend"}
 
 
 def listing_lengths(nb):
@@ -1208,13 +1206,7 @@ def test_listing_lengths_count_the_code_between_the_fences():
     assert listing_lengths(new_notebook(cells=[cell, new_markdown_cell("```python\nx\n```")])) == [2]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(reason="a listing over 25 lines")) if name in LONG_LISTINGS else name
-        for name in NAMES
-    ],
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_every_listing_fits_25_lines(name):
     lengths = listing_lengths(read_ipynb(name))
     assert max(lengths, default=0) <= LISTING_LINES, f"{name} shows listings of {sorted(lengths)} lines"
@@ -1240,7 +1232,7 @@ def book_build():
 
 
 #: notebooks still being cut to one sitting
-LONG_READS = {"07_learning_to_attend", "09_induction_heads"}
+LONG_READS = {"09_induction_heads"}
 
 
 @pytest.mark.parametrize(
