@@ -242,7 +242,7 @@ def test_6_with_the_first_copy_in_place_the_gap_alone_decides(shortcut):
 
 @pytest.fixture(scope="module")
 def grids(model, shortcut):
-    return {name: offset_gap_accuracy(m, 4, per_cell=64, seed=11) for name, m in
+    return {name: offset_gap_accuracy(m, 4, per_cell=32, seed=11) for name, m in
             (("shortcut", shortcut), ("trained", model))}
 
 
@@ -250,12 +250,12 @@ def test_6_the_shortcut_copies_inside_its_two_rules_and_fails_outside_the_traine
     o, g = np.meshgrid(np.arange(25), np.arange(25), indexing="ij")
     rules = (o <= 12) & (g >= o) & (g <= 12)
     short = grids["shortcut"]
-    assert np.nanmin(short[rules]) > 0.95  # "copies perfectly" inside both rules
-    assert np.nanmean(short[~rules]) < 0.35  # "outside either it fails"
+    assert np.nanmin(short[rules]) >= 0.96  # inside both rules "0.96 or more in every cell"
+    assert 0.28 < np.nanmean(short[~rules]) < 0.4  # outside "mostly fails (about a third on average)"
     assert np.nanmean(short[(o > 12) & ~np.isnan(short)]) < 0.15  # the first copy past 15: layer 0's rule
     assert np.nanmean(short[(o <= 12) & (g <= o - 4)]) < 0.35  # gap well below the offset: layer 1's rule
     assert np.nanmean(short[(o <= 8) & (g >= 16)]) < 0.3  # copies further apart than training put them
-    assert np.nanmin(grids["trained"]) > 0.8  # "copies in every cell"
+    assert round(np.nanmin(grids["trained"]), 2) == 0.84  # "at least 0.84 in every cell"
 
 
 def test_6_both_previous_token_heads_are_position_tables_of_different_reach(model, shortcut):
