@@ -130,9 +130,10 @@ plt.show()
 # the top of position t is labelled "OV copies b from j to t". -->
 
 # %% [markdown]
-# Each arrow is a claim we can test. Sections 2-4 look at the heads: where they look,
-# what they write, what their weights can read. Section 5 cuts single paths and whole
-# heads and measures what the model loses, the test that makes an arrow a cause.
+# Each arrow is a claim we can test. Sections 2 and 3 look at the heads: where they
+# look, what they write, what they look for. Section 4 asks what their weights can
+# read from each other and then cuts single paths; section 5 switches whole heads off.
+# Measuring what the model loses is the test that makes an arrow a cause.
 #
 # ## 2. Where the heads look, before and after training
 #
@@ -376,7 +377,7 @@ for kind in "KQV":
 
 # %% [markdown]
 # The previous-token head's K-composition with the three induction heads, 0.18-0.20,
-# is 8-10 standard deviations above chance (0.125) and about two thirds of the
+# is 9-11 standard deviations above chance (0.125) and about two thirds of the
 # ceiling that these spectra allow (0.30); a reader of exactly what the head writes
 # would score 0.25. Its Q- and V-composition stay at or below chance. So the weights
 # are built for the diagram's K path.

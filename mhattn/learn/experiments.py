@@ -152,7 +152,8 @@ def measure(model, *, num_sequences=512, seed=2024):
         ``accuracy`` (the determined positions of :func:`induction_batch` sequences);
         per layer (lists): ``previous_token`` ``(num_heads,)``, ``previous_token_by_segment``
         (dict of ``(num_heads,)``), ``prefix_matching`` (on repeated random tokens),
-        ``copying``; ``icl_score`` (on repeated random tokens); ``previous_token_heads``,
+        ``copying``; ``repeated_icl_score`` (on repeated random tokens, as in
+        :func:`.in_context.loss_report`); ``previous_token_heads``,
         ``induction_heads``; ``k_composition`` ``(num_heads, num_heads)`` and
         ``k_composition_chance`` (mean and sd of :func:`composition_baseline`) (two layers or
         more); ``accuracy_without_key_path`` (:func:`forward_without_key_path`, two layers);
@@ -190,7 +191,7 @@ def measure(model, *, num_sequences=512, seed=2024):
         "prefix_matching": [prefix_matching_score(w, repeated) for w in repeated_weights],
         "copying": [np.array([copying_score(ov_circuit(model, i, h)) for h in range(model.num_heads)])
                     for i in range(len(model.layers))],
-        "icl_score": in_context_learning_score(repeated_logits, repeated, *icl_tokens(repeated.shape[1])),
+        "repeated_icl_score": in_context_learning_score(repeated_logits, repeated, *icl_tokens(repeated.shape[1])),
         "previous_token_heads": [],
         "induction_heads": [],
     }

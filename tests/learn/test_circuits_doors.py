@@ -182,7 +182,7 @@ def test_measure_works_for_an_odd_max_len_and_a_dead_head():
     expected = [_copying(_ov(model, 1, h)) for h in (0, 2, 3)]
     assert np.isnan(result["copying"][1][1])
     np.testing.assert_allclose(np.delete(result["copying"][1], 1), expected, rtol=1e-10)
-    assert np.isfinite(result["icl_score"])
+    assert np.isfinite(result["repeated_icl_score"])
 
 
 def test_cross_entropy_refuses_a_negative_target():
