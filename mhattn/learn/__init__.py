@@ -37,13 +37,13 @@ from . import (
     in_context,
     letters,
     losses,
-    path_ablation,
     several_heads,
     shipped,
     task,
     weight_circuits,
 )
 from . import generate as _generate
+from . import path_ablation as _path_ablation
 from . import train as _train
 from .model import InductionModel
 from .optim import Adam
@@ -77,7 +77,7 @@ loss_report = door(in_context.loss_report, circuits_in_context.loss_report_args)
 forward_without_key_path = door(experiments.forward_without_key_path, circuits_experiments.key_path_args)
 offset_gap_accuracy = door(experiments.offset_gap_accuracy, circuits_experiments.offset_gap_accuracy_args,
                            results_finite=False)
-path_ablation = door(path_ablation.path_ablation, circuits_experiments.path_ablation_args)
+path_ablation = door(_path_ablation.path_ablation, circuits_experiments.path_ablation_args)
 offset_accuracy = door(experiments.offset_accuracy, circuits_experiments.offset_accuracy_args, results_finite=False)
 gap_accuracy = door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args)
 measure = door(experiments.measure, circuits_experiments.measure_args)
