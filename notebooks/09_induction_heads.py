@@ -794,6 +794,10 @@ print(check_exercise_2(solution_prediction_2))
 # %% [markdown]
 # ## References
 #
+# - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
+#   Kaiser, L. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). The layer whose trained
+#   heads this notebook reads.
 # - Olsson, C., Elhage, N., Nanda, N., Joseph, N., DasSarma, N., Henighan, T., Mann, B.,
 #   Askell, A., Bai, Y., Chen, A., et al. (2022). *In-context Learning and Induction
 #   Heads.* Transformer Circuits Thread.
