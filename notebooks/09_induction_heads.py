@@ -16,32 +16,34 @@
 # %% [markdown]
 # # 9. Reading the trained heads: the induction circuit
 #
-# Every weight in notebooks 01-08 was random or built by hand, and notebook 04 warned
-# more than once that its heatmaps "mean nothing yet". This notebook trains the module.
-# It derives the backward pass of multi-head attention by hand, checks it against finite
-# differences, and uses it to train a two-layer, attention-only model in NumPy. Its
-# heads then discover a small algorithm of their own: **previous-token heads** and
-# **induction heads**, the circuit that Olsson et al. (2022) found in every model with
-# two or more layers that they trained. We measure what the heads do with the scores
-# that paper and Elhage et al. (2021) define, so that the numbers mean here what they
-# mean in the literature.
+# Notebook 07 trained a two-layer, attention-only model on the induction task: a block
+# of tokens appears twice, and on the second copy the model must predict the next
+# token. It gets 98 % of the determined positions right. This notebook asks one
+# question: **what did its heads learn, and how do we know?** Olsson et al. (2022)
+# found the same answer in every model with two or more layers that they trained: a
+# *previous-token head* in the first layer and *induction heads* in the second. We
+# draw that circuit first, then test each of its arrows, with the measurements of
+# Elhage et al. (2021) and Olsson et al. (2022) and with ablations that switch a head,
+# or a single path, off. Last, a second model shows that a model can score as well on
+# its training data with a shortcut instead of the circuit.
 #
 # **In this notebook you will learn**
 #
-# - what a vector-Jacobian product is, and the backward pass of the softmax, of
-#   attention (masks included), of the head reshapes and of the projections;
-# - how to check a gradient with central differences, and how small the error can be;
-# - a task that one attention layer cannot solve and two can, and why;
-# - how training turns random heatmaps into readable patterns, with a sudden phase
-#   change;
-# - the standard measurements of a head: previous-token and prefix-matching scores, the
-#   OV circuit and its copying score, the QK circuit, K-composition, and the in-context
-#   learning score;
-# - how to tell a circuit from a shortcut: a model trained on repeats at one place
-#   copies only there, and its previous-token heads show why;
-# - how to test what a head does by switching it off (ablation), and a path ablation
-#   that cuts only what layer 1's keys read;
-# - how the trained model continues a prompt token by token through a KV cache.
+# - the induction circuit: who writes what into the residual stream, and who reads it;
+# - the standard measurements of a head: previous-token and prefix-matching scores,
+#   the OV circuit and its copying score, the QK circuit, and composition scores, each
+#   on the scale it can actually reach;
+# - why a weight score is not evidence of use, and the causal test that is: a path
+#   ablation, and why its answer depends on what replaces the path;
+# - what switching whole heads off shows, and what it hides;
+# - how to tell a circuit from a shortcut: test outside the training data, moving the
+#   repeat's offset *and* the gap between its copies.
+
+# %% [markdown]
+# **Set-up.** The model that notebook 07 trained (`load_trained`), a batch of 512 fresh
+# sequences of its task with a seed training never used, and `measure`, which computes
+# every measurement of this notebook on that batch at once (each is a short function,
+# shown when we use it).
 
 # %%
 # %matplotlib inline
@@ -51,171 +53,97 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mhattn import (
-    MultiHeadAttention,
-    attention_vjp,
-    causal_mask,
-    linear_vjp,
-    multihead_vjp,
-    padding_mask,
-    scaled_dot_product_attention,
-    softmax,
-    softmax_vjp,
-)
+from mhattn import softmax
 from mhattn.learn import (
-    Adam,
     accuracy,
-    claims,
     composition_baseline,
+    composition_ceiling,
+    composition_ceilings,
     composition_scores,
     copying_score,
     decode_tokens,
-    determined_positions,
     encode_letters,
-    forward_without_key_path,
     generate,
+    head_weights,
     induction_batch,
     initial_model,
-    k_composition_scores,
     load_shortcut,
     load_trained,
-    loss_and_grads,
-    loss_report,
     measure,
     offset_accuracy,
+    offset_gap_accuracy,
     ov_circuit,
+    path_ablation,
     prefix_matching_by_offset,
     prefix_matching_score,
     previous_token_profile,
     previous_token_score,
     qk_circuit,
     repeated_positions,
-    train,
-    training_record,
+    segments,
 )
-from mhattn.pictures import exercise, not_yet, save_figure, show_source
+from mhattn.pictures import exercise, plot_induction_circuit, save_figure, show_source
 
 np.set_printoptions(precision=2, suppress=True)
 plt.rcParams.update({"font.size": 12, "legend.fontsize": 11})  # legible on a phone
 FIGURES = Path("../figures")  # the notebooks run in notebooks/
 
-# %% [markdown]
-# %% [markdown]
-# ## 1. The trained model, again
-#
-# (Set-up: the model that notebook 08 trained, and the batches it is measured on.)
+model = load_trained()  # two layers of 4 heads, d_model = 64, vocab 32, 32 tokens
+tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)
+result = measure(model)  # the same 512 sequences (seed 2024), and more
+print(f"accuracy on the determined positions: {result['accuracy']:.2f}")
 
-# ## 5. Circuit or shortcut?
+# %% [markdown]
+# ## 1. The circuit we expect
 #
-# A model can do well on its training data without learning the rule we had in mind.
-# The package ships a second two-layer model to show it (`load_shortcut`): the same
-# architecture, trained for 1500 steps on a narrower task, in which every first copy
-# starts at position 0 and the second copy follows it at once. Both models copy well on
-# repeats at the start. Here is the accuracy on the second copy against the offset of
-# the repeat, for blocks of 4, 8 and 12 tokens, with 256 fresh sequences for each point
-# (`offset_accuracy`):
+# Take a sequence that holds `a b` and, later, `a` again. To predict `b` after the
+# second `a`, the model must find the position right after the earlier `a`. Attention
+# compares a query with keys, and the key at `b`'s position knows only `b` and its
+# position, not that `a` came before it. So a head of layer 0 must first write "the
+# token before me was `a`" into the residual stream at `b`'s position: a
+# **previous-token head**. Then a head of layer 1, whose query at the second `a` says
+# "I am `a`", finds the key that says "`a` came before me" and copies that key's token,
+# `b`, into the logits: an **induction head**. The layer-1 head's *keys* read what the
+# layer-0 head wrote; Elhage et al. (2021) call this **K-composition**.
 
 # %%
-shortcut = load_shortcut()
-lengths = [4, 8, 12]
-tables = {
-    "shortcut": offset_accuracy(shortcut, lengths, per_cell=256, seed=11),
-    "trained": offset_accuracy(model, lengths, per_cell=256, seed=11),
-}
-fig, axes = plt.subplots(1, 2, figsize=(5.5, 3.6), layout="constrained", sharey=True)
-for ax, (name, table) in zip(axes, tables.items(), strict=True):
-    for row, n_block in zip(table, lengths, strict=True):
-        ax.plot(np.arange(len(row)), row, "o-", ms=3, lw=1, label=f"n = {n_block}")
-    ax.set(title=f"{name} model", xlabel="offset", ylim=(0, 1.02))
-axes[0].set_ylabel("accuracy")
-axes[0].legend()
+previous, induction = result["previous_token_heads"], result["induction_heads"]
+fig = plot_induction_circuit(previous[0], induction)
+save_figure(fig, FIGURES / "09_induction_circuit.png")
 plt.show()
-save_figure(fig, FIGURES / "09_circuit_or_shortcut.png")
-for name, table in tables.items():
-    print(
-        f"{name:8s} offset 0: {np.round(table[:, 0], 2)}; "
-        f"worst over offsets: {np.round(np.nanmin(table, axis=1), 2)}"
-    )
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** Circuit or shortcut. Accuracy on the second copy against the offset of the
-# repeat, for blocks of 4, 8 and 12 tokens: the shortcut model, trained only on repeats
-# at the start, falls towards chance as the repeat moves; the trained model copies at
-# every offset.
+# **Figure.** The induction circuit in this model. Grey lines: the residual stream at
+# three positions, `a` at $j - 1$, `b` at $j$, `a` again at a later $t$. Orange: layer
+# 0's previous-token head moves `a` into the stream at $j$. Blue: the keys of layer 1's
+# induction heads at $j$ read it (K-composition); the query at $t$, token `a`, matches
+# that key; the heads' OV circuit copies `b` from $j$ into the logits at $t$. The head
+# numbers come from the measurements below.
 #
-# <!-- alt: Two panels of accuracy against offset. Left, the shortcut model: three lines
-# start near 1 at offset 0 and fall towards 0 within a few offsets, the 12-token line
-# last. Right, the trained model: three lines stay near 1 at every offset. -->
+# <!-- alt: A diagram of three vertical grey lines, the residual stream at positions j -
+# 1 (token a), j (token b) and t (token a). An orange box, layer 0 head 3, the
+# previous-token head, takes a from position j - 1 and writes "a came before me" into
+# position j. Above, a blue box, layer 1 heads 0, 1, 2, the induction heads: an arrow
+# from position j into the box is labelled "key at j reads it (K-composition)", an
+# arrow from position t is labelled "query at t: I am a", a double arrow between them
+# says "they match: t attends to j", and an arrow from the box to a box "predicts b" at
+# the top of position t is labelled "OV copies b from j to t". -->
 
 # %% [markdown]
-# The shortcut model copies almost perfectly at offset 0 and falls towards chance as the
-# repeat moves right; the trained model copies at every offset. Both have two layers and
-# the same heads. What did the shortcut learn? Its previous-token heads tell. Below,
-# for each model's best layer-0 head (the one with the highest weight on $t - 1$ on
-# average), the weight on $t - 1$ against the query position $t$, averaged over 1024
-# sequences of the training task (`previous_token_profile`). The grey band marks
-# positions 1-15, where the shortcut's first copies sat during its training.
-
-# %%
-profiles = {
-    name: previous_token_profile(m, num_sequences=1024, seed=13)
-    for name, m in [("shortcut", shortcut), ("trained", model)]
-}
-fig, ax = plt.subplots(figsize=(5, 3.6), layout="constrained")
-ax.axvspan(1, 15, color="0.9")
-for name, profile in profiles.items():
-    head = int(np.nanargmax(np.nanmean(profile, axis=1)))
-    ax.plot(
-        np.arange(32), profile[head], "o-", ms=3, lw=1, label=f"{name}, head {head}"
-    )
-ax.set(
-    xlabel="query position t",
-    ylabel="weight on t - 1",
-    ylim=(0, 1.02),
-    title="Layer 0's best previous-token head",
-)
-ax.legend(loc="lower left")
-plt.show()
-save_figure(fig, FIGURES / "09_previous_token_by_position.png")
-for name, profile in profiles.items():
-    best_row = profile[int(np.nanargmax(np.nanmean(profile, axis=1)))]
-    print(
-        f"{name:8s} weight on t - 1: positions 1-15 {np.nanmean(best_row[1:16]):.2f}, "
-        f"16-31 {np.nanmean(best_row[16:]):.2f}; "
-        f"lowest at 1-27 {np.nanmin(best_row[1:28]):.2f}"
-    )
-
-# %% [markdown] tags=["figure-caption"]
-# **Figure.** Why the shortcut fails: its best previous-token head looks one step back
-# only at the positions where its training put first copies (grey band, 1-15). The
-# trained model's head looks back at every position.
+# Each arrow is a claim we can test. Sections 2 and 3 look at the heads: where they
+# look, what they write, what they look for. Section 4 asks what their weights can
+# read from each other and then cuts single paths; section 5 switches whole heads off.
+# Measuring what the model loses is the test that makes an arrow a cause.
 #
-# <!-- alt: The weight on the previous token against the query position, for each
-# model's best layer-0 head. The shortcut's line is high inside a grey band from 1 to 15
-# and low after it; the trained model's line stays high across all positions. -->
-
-# %% [markdown]
-# The shortcut's previous-token head looks one step back only where its training put a
-# first copy, positions 1-15; from position 16 on its weight on $t - 1$ collapses. It
-# learned "one step back" as a table of positions, not as a rule. A first copy that
-# starts later leaves no trace of its tokens' predecessors in the keys, and its
-# induction heads find nothing to match. The trained model's head looks one step back
-# at every position a first copy can reach (1-27), because its training put first
-# copies there. A shortcut and a circuit can score the same on the data they were
-# trained on; only data that moves the pattern tells them apart.
-
-# %% [markdown]
-# ## 6. Before and after: where the heads look
+# ## 2. Where the heads look, before and after training
 #
-# Here are the heads of both layers before and after training, on 512 fresh sequences
-# of the task. For layer 0 we draw the average weight a query $t$ puts on key $t - d$,
-# against the distance $d$: a previous-token head peaks at $d = 1$. For layer 1 we take
-# the queries of the second copy and draw the weight on keys around the **target**, the
-# key right after the earlier occurrence of the query's token ($t - n - g + 1$): an
-# induction head peaks at 0.
+# For layer 0 we draw the mean weight a query $t$ puts on key $t - d$, against the
+# distance $d$: a previous-token head peaks at $d = 1$. For layer 1 we take the queries
+# of the second copy and draw the weight on keys around the **target**, the key right
+# after the earlier occurrence of the query's token, $t - n - g + 1$ for a block of $n$
+# tokens and a gap of $g$: an induction head peaks at 0. (The drawing code is folded.)
 
-
-# %%
+# %% jupyter={"source_hidden": true}
 def weight_by_distance(weights, distances):
     """Layer weights (batch, heads, T, T) -> mean weight on key t - d, per head, d."""
     T = weights.shape[-1]
@@ -239,11 +167,10 @@ def weight_around_target(weights, n, offset, gap, shifts):
     return table
 
 
-tokens, n, offset, gap = induction_batch(np.random.default_rng(2024), 512)
 distances, shifts = np.arange(7), np.arange(-3, 4)
-for layer, xs, xlabel, draw in [
-    (0, distances, "distance d (key t - d)", weight_by_distance),
-    (1, shifts, "key minus target", None),
+for layer, xs, xlabel in [
+    (0, distances, "distance d (key t - d)"),
+    (1, shifts, "key minus target"),
 ]:
     fig, axes = plt.subplots(
         1, 2, figsize=(5.5, 3.2), layout="constrained", sharey=True
@@ -253,8 +180,8 @@ for layer, xs, xlabel, draw in [
     ):
         weights = m.forward(tokens)[1][layer]
         table = (
-            draw(weights, xs)
-            if draw
+            weight_by_distance(weights, xs)
+            if layer == 0
             else weight_around_target(weights, n, offset, gap, xs)
         )
         for head, row in enumerate(table):
@@ -267,69 +194,64 @@ for layer, xs, xlabel, draw in [
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure 1 of 2.** Layer 0 before and after training: the mean weight on the key d
-# tokens back. After training the previous-token heads put most of their weight at d =
-# 1.
+# tokens back. After training one head puts almost all of its weight at d = 1.
 #
-# <!-- alt: Two panels of mean weight against distance 0 to 6, one line per head. Before
-# training every line is low and flat; after training some heads peak sharply at
-# distance 1. -->
+# <!-- alt: Two panels of mean weight against distance 0 to 6, one line per head.
+# Before training every line is low and flat; after training head 3 peaks near 1 at
+# distance 1 and the other heads stay low. -->
 #
 # **Figure 2 of 2.** Layer 1 before and after training: the mean weight of the second
 # copy's queries on keys around the target, the token after the earlier occurrence.
-# After training the induction heads peak at the target.
+# After training three heads peak at the target.
 #
-# <!-- alt: Two panels of mean weight against the key's shift from the target, -3 to 3,
-# one line per head. Before training the lines are low and flat; after training the
-# induction heads peak at shift 0. -->
+# <!-- alt: Two panels of mean weight against the key's shift from the target, -3 to
+# 3, one line per head. Before training the lines are low and flat; after training
+# heads 0, 1 and 2 peak at shift 0 and head 3 stays low. -->
 
 # %% [markdown]
-# Before training, every head spreads its weight over the past, a few percent on each
-# key. After training, layer 0 has previous-token heads, with most of their weight one
-# step back, and layer 1 has induction heads, with most of their weight on the target:
-# the key after the earlier occurrence of the query's token, wherever the repeat sits.
-
-# %% [markdown]
-# ## 7. Measuring the heads
+# Before training, each head spreads its weight over the past, about what even weights
+# give: at most 0.07 on key $t - 1$ for queries $t \ge 8$, which see 9 keys or more.
+# After training, layer 0 has one previous-token head and layer 1 has three heads whose
+# weight sits on the target, wherever the repeat is. The next sections measure this.
 #
-# Pictures of one sequence can mislead, so we measure on 512 fresh sequences (a seed the
-# training never saw), with the definitions of the literature. `measure` collects them
-# all; each is a short function in `mhattn.learn.circuits`.
+# ## 3. Measuring the heads
 #
-# ### Previous-token score
+# ### Previous-token score, and its profile
 #
 # A head's **previous-token score** is its average weight on key $t - 1$ over queries
-# $t$. A head that always looks one step back scores 1; a head that spreads its weight
-# evenly over the past scores 0.10 on 32 tokens. Averaged over all positions, and over
-# each part of the sequence separately:
+# $t$: 1 for a head that always looks one step back, 0.10 on 32 tokens for one that
+# spreads its weight evenly. A layer-0 head counts as a previous-token head from 0.25.
 
 # %%
 show_source(previous_token_score)
 
 # %%
-result = measure(model)
-print(f"accuracy on the determined positions: {result['accuracy']:.2f}")
-uniform = np.tri(32)[None, None] / np.arange(1, 33)[:, None]  # (1, 1, 32, 32)
-print(f"a head with even weights scores {previous_token_score(uniform)[0]:.2f}")
-parts = {"all positions": result["previous_token"][0]}
-parts.update(result["previous_token_by_segment"][0])
-for name, scores in parts.items():
-    print(f"layer 0, {name:13s} {scores}")
-print("previous-token heads (>= 0.25, all positions):", result["previous_token_heads"])
+print("layer 0, all positions:", result["previous_token"][0])
+print("previous-token heads (>= 0.25):", result["previous_token_heads"])
+head = result["previous_token_heads"][0]
+profile = previous_token_profile(model, num_sequences=1024, seed=13)  # (4, 32)
+weights0 = model.forward(tokens)[1][0]  # (512, 4, 32, 32): layer 0
+for name, queries in segments(n, 32, offset, gap).items():  # each (512, 32)
+    measured = previous_token_score(weights0, queries)[head]
+    by_position = np.nanmean(np.where(queries, profile[head], np.nan))
+    print(f"{name:12s} measured {measured:.3f}, from position alone {by_position:.3f}")
 
 # %% [markdown]
-# The previous-token heads look one step back in every part of the sequence, though
-# less sharply after the second copy has begun, where nothing later reads what they
-# write. Below, a layer-0 head counts as a previous-token head when its score over all
-# positions is at least 0.25, more than twice what even weights give.
+# Head 3 is the previous-token head. Its score differs a little between the parts of
+# the sequence (the first copy, the second copy, the rest), but the part does not
+# matter: averaging its weight *by position* over 1024 other sequences
+# (`previous_token_profile`) and then over the same queries predicts each part's score
+# to within a few thousandths. What the head does depends on the query's position,
+# not on what the tokens are. We come back to this profile in section 6.
 #
 # ### Prefix-matching score
 #
 # Olsson et al. (2022) test for induction heads on sequences of random tokens repeated
-# once. A head's **prefix-matching score** is the weight each query puts on the tokens
+# once. A head's **prefix-matching score** is the weight a query puts on the tokens
 # that followed earlier occurrences of its own token, summed over those tokens and
 # averaged over the queries that have one; an ideal induction head scores 1. We use 16
-# different random tokens repeated once, 32 tokens in all, so each query of the second
-# half has exactly one such key:
+# different random tokens repeated once, and call a layer-1 head an induction head
+# from 0.3:
 
 # %%
 show_source(prefix_matching_score)
@@ -337,34 +259,29 @@ show_source(prefix_matching_score)
 # %%
 for layer in (0, 1):
     print(f"layer {layer} prefix-matching score: {result['prefix_matching'][layer]}")
-print("induction heads (layer 1, prefix-matching >= 0.3):", result["induction_heads"])
-
-# %% [markdown]
-# The repeated random tokens above start at position 0. To see that the induction heads
-# match wherever the repeat sits, put $o$ random tokens, which occur nowhere else, in
-# front of 8 random tokens repeated once, for every offset $o$ that fits
-# (`prefix_matching_by_offset`):
-
-# %%
+print("induction heads (layer 1, >= 0.3):", result["induction_heads"])
 by_offset = prefix_matching_by_offset(
     model, half_len=8, num_sequences=256, seed=14
-)  # (17, 4)
-print("best layer-1 head's prefix-matching score at offsets 0-16:")
-print(by_offset.max(axis=1))
-print(f"lowest: {by_offset.max(axis=1).min():.2f}")
+)  # (17, 4): offset, head
+best_by_offset = by_offset.max(axis=1)  # (17,): the best head at offsets 0-16
+print(f"8 tokens repeated after o others: lowest over o {best_by_offset.min():.2f}")
 
 # %% [markdown]
+# Heads 0, 1 and 2 of layer 1 prefix-match. They do it wherever the repeat sits: with
+# $o$ random tokens, which occur nowhere else, in front of 8 random tokens repeated
+# once, the best head scores at least the printed value at every offset $o$
+# (`prefix_matching_by_offset`).
+#
 # ### The OV circuit: what a head writes
 #
-# Attention decides *where* a head looks; the value and output matrices decide *what* it
-# writes. Follow one token from the embedding, through head $h$'s values and output, to
-# the unembedding: $W_E W_V^h W_O^h W_U$, a vocab $\times$ vocab matrix that Elhage et
-# al. (2021) call the head's **OV circuit**. Row $i$ says how attending to token $i$
-# changes each logit. A head that copies raises the logit of the token it attends to: a
-# large positive diagonal. Their **copying score** summarises it with the eigenvalues
-# $\lambda$ of the matrix, $\sum \lambda / \sum |\lambda|$: 1 for a pure copier, -1 for
-# a head that pushes down exactly the tokens it sees. Olsson et al. call a head an
-# induction head only if it both prefix-matches and copies.
+# Attention decides *where* a head looks; the value and output matrices decide *what*
+# it writes. Follow one token from the embedding, through head $h$'s values and
+# output, to the unembedding: $W_E W_V^h W_O^h W_U$, a vocab $\times$ vocab matrix
+# that Elhage et al. (2021) call the head's **OV circuit**. Row $i$ says how attending
+# to token $i$ changes each logit. Their **copying score** summarises it with the
+# eigenvalues $\lambda$ of the matrix, $\sum \lambda / \sum |\lambda|$: 1 for a pure
+# copier, -1 for a head that pushes down exactly the tokens it sees. Olsson et al.
+# call a head an induction head only if it both prefix-matches and copies.
 
 # %%
 show_source(copying_score)
@@ -374,36 +291,28 @@ for layer in (0, 1):
     print(f"layer {layer} copying score: {result['copying'][layer]}")
 
 # %% [markdown]
-# The three layer-1 heads that prefix-match copy, with a score near 1: together, that
-# makes them induction heads in Olsson et al.'s sense. The fourth layer-1 head, which
-# does not prefix-match, scores near -1: what it attends to, it pushes down. The
-# previous-token head of layer 0 scores near -1 too: read directly through the
-# unembedding, what it writes lowers the logits of the tokens it attends to. That is
-# not its job, though: what it writes is read by layer 1's keys, not by the
-# unembedding, and the next measurement looks at that path.
-
-# %% [markdown]
-# ### The QK circuit, and K-composition: what a head looks for
+# The three heads that prefix-match copy, with a score near 1: induction heads in
+# Olsson et al.'s sense. Head 3 of layer 1 scores near -1: what it attends to, it
+# pushes down (section 5 shows what that does). The previous-token head scores near -1
+# too, but its output is not read by the unembedding: it is read by layer 1's keys,
+# the next measurement.
+#
+# ### The QK circuit: what a head looks for
 #
 # The scores of head $h$ between a query of token $a$ and a key of token $b$ are $W_E
-# W_Q^h W_K^{h\top} W_E^\top / \sqrt{d_k}$, its **QK circuit**. An induction head does
-# not look for a token, though, but for what a previous-token head wrote into the key:
-# replace the keys' embedding $W_E$ by what layer-0 head $h_0$ writes for each token,
-# $W_E W_V^{h_0} W_O^{h_0}$. If the induction head looks for "my token was the one
-# before you", this matrix has a bright diagonal. Below, for the strongest induction
-# head, its OV circuit and this QK circuit, keys read through the layer-0 head it
-# composes with most:
+# W_Q^h W_K^{h\top} W_E^\top / \sqrt{d_k}$, its **QK circuit**. An induction head looks
+# not for a token but for what the previous-token head wrote into the key: replace the
+# keys' $W_E$ by what that head writes for each token, $W_E W_V^{h_0} W_O^{h_0}$. If
+# the induction head looks for "my token came before you", this matrix has a bright
+# diagonal. For the strongest induction head (the drawing code is folded):
 
-# %%
+# %% jupyter={"source_hidden": true}
 best = int(np.argmax(result["prefix_matching"][1]))
-partner = result["previous_token_heads"][
-    int(np.argmax(result["k_composition"][result["previous_token_heads"], best]))
-]
 ov = ov_circuit(model, 1, best)
-qk = qk_circuit(model, 1, best, key_through=(0, partner))
+qk = qk_circuit(model, 1, best, key_through=(0, head))
 for name, matrix, title, xlabel, ylabel in [
     ("ov", ov, f"OV circuit, layer 1 head {best}", "logit of token", "attended token"),
-    ("qk", qk, f"QK via layer-0 head {partner}", "token before the key", "query token"),
+    ("qk", qk, f"QK via layer-0 head {head}", "token before the key", "query token"),
 ]:
     fig, ax = plt.subplots(figsize=(4.6, 3.9), layout="constrained")
     limit = np.abs(matrix).max()
@@ -414,7 +323,8 @@ for name, matrix, title, xlabel, ylabel in [
     plt.show()
     save_figure(fig, FIGURES / f"09_{name}_circuit.png")
 diagonal_wins = lambda m: np.mean(m.argmax(axis=1) == np.arange(32))  # noqa: E731
-print(f"on the diagonal: OV {diagonal_wins(ov):.2f}, QK {diagonal_wins(qk):.2f}")
+print(f"row maximum on the diagonal: OV {diagonal_wins(ov):.2f}")
+print(f"row maximum on the diagonal: QK {diagonal_wins(qk):.2f}")
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure 1 of 2.** The best induction head's OV circuit copies: attending to a token
@@ -423,218 +333,371 @@ print(f"on the diagonal: OV {diagonal_wins(ov):.2f}, QK {diagonal_wins(qk):.2f}"
 # <!-- alt: A 32-by-32 red-and-blue heatmap of attended token against logit of token,
 # with a dark red main diagonal on a pale speckled background. -->
 #
-# **Figure 2 of 2.** Its QK circuit, read through a previous-token head, matches a query
-# with the key right after an earlier copy of the query's token.
+# **Figure 2 of 2.** Its QK circuit, read through the previous-token head, matches a
+# query with the key right after an earlier copy of the query's token.
 #
-# <!-- alt: A 32-by-32 red-and-blue heatmap of query token against the token before the
-# key, with a dark red diagonal on a noisier background. -->
+# <!-- alt: A 32-by-32 red-and-blue heatmap of query token against the token before
+# the key, with a dark red diagonal on a noisier background. -->
 
 # %% [markdown]
-# Both diagonals are bright. The OV circuit copies: attending to a token raises that
-# token's logit most, for most tokens. The QK circuit matches: a query of token $a$
-# scores highest the key whose previous-token head wrote $a$, the key right after an
-# earlier $a$.
+# Both diagonals are bright: for most tokens the row's largest entry is on the
+# diagonal. These are the two blue arrows of the diagram, read from the weights. They
+# say what the head *can* do; whether the model uses this path is the next question.
+# %% [markdown]
+# ## 4. Composition scores, on the scale they can reach
 #
-# How much of what a layer-0 head writes does a layer-1 head's keys read? Elhage et al.
-# (2021) measure it with the **K-composition score** $\|W_{QK}^{h_1} W_{OV}^{h_0}\|_F /
-# (\|W_{QK}^{h_1}\|_F \|W_{OV}^{h_0}\|_F)$, a number between 0 (the keys ignore
-# everything the head writes) and 1. Even unrelated matrices score well above 0, so the
-# score means something only against chance: two independent random maps of rank 16 in
-# 64 dimensions, the ranks of our heads' $W_{OV}$ and $W_{QK}$ (`composition_baseline`).
-# Elhage et al. define Q- and V-composition the same way, with what the later head's
-# queries or values read in place of its keys; we print them beside it.
-
-# %%
-show_source(k_composition_scores)
+# How much of what a layer-0 head writes do a layer-1 head's keys read? Elhage et al.
+# (2021) measure it with the **K-composition score** $\|W_{QK}^{h_1} W_{OV}^{h_0}\|_F
+# / (\|W_{QK}^{h_1}\|_F \|W_{OV}^{h_0}\|_F)$; Q- and V-composition put what the later
+# head's queries or values read in place of its keys. The score runs from 0 to 1 in
+# principle, but 1 is out of reach here. Two numbers set its real scale:
+#
+# - **chance**: two independent random maps of rank 16 in 64 dimensions, the ranks of
+#   our heads' $W_{OV}$ and $W_{QK}$ (`composition_baseline`);
+# - **the ceiling**: the largest score that any matrices with these two singular value
+#   spectra reach, when what one writes most is what the other reads most
+#   (`composition_ceiling`). A reader of exactly the 16 directions the previous-token
+#   head writes, each equally, scores $1/\sqrt{16} = 0.25$.
 
 # %%
 chance, chance_sd = composition_baseline(64, 16, draws=2000, seed=0)
-print(f"random rank-16 maps in d = 64: {chance:.3f} +- {chance_sd:.3f}")
-previous_heads, induction_heads = (
-    result["previous_token_heads"],
-    result["induction_heads"],
-)
-for kind in ("K", "Q", "V"):
-    table = composition_scores(model, kind)
-    print(f"{kind}-composition, rows: layer-0 heads, columns: layer-1 heads\n{table}")
-K = composition_scores(model, "K")
-for head in induction_heads:
-    best_previous = K[previous_heads, head].max()
+print(f"chance: {chance:.3f} +- {chance_sd:.3f}")
+_, _, W_v, W_o = head_weights(model, 0, head)  # (64, 16) and (16, 64)
+writes = W_v @ W_o  # (64, 64), rank 16: what the previous-token head writes
+exact_reader = np.linalg.pinv(writes) @ writes  # (64, 64): projects on those 16
+top = composition_ceiling(writes, exact_reader)
+print(f"a reader of exactly those 16 directions: {top:.2f}")
+for kind in "KQV":
+    scores = composition_scores(model, kind)  # (4, 4): layer-0 head, layer-1 head
+    ceiling = composition_ceilings(model, kind)[head, induction]  # (3,)
     print(
-        f"induction head {head}: K-composition with a previous-token head "
-        f"up to {best_previous:.2f}, "
-        f"{(best_previous - chance) / chance_sd:.0f} standard deviations above chance"
+        f"{kind}: head {head} -> induction heads {scores[head, induction]} "
+        f"(ceiling {ceiling}); heads 1, 2 -> {scores[[1, 2]][:, induction].ravel()}"
     )
 
 # %% [markdown]
-# Every induction head reads its keys from the previous-token head far above chance,
-# while the Q- and V-composition scores of the same pairs stay at or below chance:
-# the induction heads' queries and values do not read what the previous-token head
-# writes. The
-# scores are small numbers, because the Frobenius norms average over all 64 directions
-# of the residual stream, most of which a head does not use; what makes them evidence is
-# the distance from chance, many standard deviations.
+# The previous-token head's K-composition with the three induction heads, 0.18-0.20,
+# is 9-11 standard deviations above chance (0.125) and about two thirds of the
+# ceiling that these spectra allow (0.30); a reader of exactly what the head writes
+# would score 0.25. Its Q- and V-composition stay at or below chance. So the weights
+# are built for the diagram's K path.
 #
-# A score computed from weights is still a correlation. The causal test is a **path
-# ablation**: run the model with layer 1's *keys* computed from the residual stream less
-# the previous-token heads' output, and everything else unchanged: layer 1's queries and
-# values, and the unembedding, still see the whole stream
-# (`forward_without_key_path`). If the induction heads find the earlier copy by
-# K-composition, this alone breaks the copy.
+# But look at the last column: layer-0 heads 1 and 2, which are not previous-token
+# heads, Q-compose with the induction heads just as strongly (0.17-0.20). Distance
+# from chance says that two matrices share directions; it does not say that the model
+# uses them. That takes an experiment.
+#
+# ### Path ablation: the causal test
+#
+# A **path ablation** changes what one projection of layer 1 reads from some layer-0
+# heads and leaves everything else as it was: the other projections and the
+# unembedding still see the whole residual stream (`path_ablation`). What replaces the
+# heads' output matters, and there are three choices in use:
+#
+# - **resample**: what the heads wrote for *another* sequence of the batch, at the same
+#   positions (Chan et al. 2022). The stream keeps values it really takes, only the
+#   tokens they describe are wrong. This asks exactly our question, "does the key read
+#   *which* token came before?", so it is the method we rely on;
+# - **mean**: the heads' mean output at each position over the batch (Wang et al.
+#   2022). The token information is gone, and no wrong one is put in;
+# - **zero**: nothing at all. This also moves the stream away from every value it had
+#   in training, so part of what it breaks may have nothing to do with the tokens.
 
 # %%
-cut = forward_without_key_path(model, tokens, previous_heads)
-print(
-    f"accuracy: {result['accuracy']:.2f}; "
-    "previous-token heads removed from layer 1's keys only: "
-    f"{accuracy(cut, tokens, n, offset, gap):.2f}"
-)
+show_source(path_ablation)
+
+
+# %%
+def cut_accuracy(heads, reads, method):
+    logits = path_ablation(model, tokens, heads, reads=reads, method=method)
+    return accuracy(logits, tokens, n, offset, gap)  # logits: (512, 32, 32)
+
+
+METHODS = ("resample", "mean", "zero")
+print(f"nothing cut: {result['accuracy']:.2f}")
+for heads, reads in [([head], "K"), ([head], "Q"), ([head], "V"), ([1, 2], "Q")]:
+    row = {m: round(cut_accuracy(heads, reads, m), 2) for m in METHODS}
+    print(f"layer-0 heads {heads} -> layer 1's {reads}: {row}")
 
 # %% [markdown]
-# Cutting only what layer 1's keys read from the previous-token head costs about 0.4 of
-# accuracy, with its queries, values and output untouched: the K-composition is a cause
-# of the copying, not only a correlation. It is not the whole of it, since more than
-# half of the accuracy survives the cut: layer 1 still finds part of the matches
-# through what else its keys read.
-
-# %% [markdown]
-# ## 8. Ablation: switch heads off
+# Resampling what the previous-token head writes into layer 1's keys, and nowhere else,
+# drops the accuracy from 0.98 to 0.36: the keys read which token came before them, and
+# the copy depends on it. Removing that information without putting a wrong one in
+# (mean) costs less, 0.98 to 0.71; zeroing it, 0.58. All three are large, and the
+# number you quote depends on the method, so name it.
 #
-# A head reaches the residual stream only through its `d_k` rows of $W_o$ (notebook 04).
-# Zeroing those rows removes the head and nothing else. `model.forward(tokens,
-# ablate=[(layer, head), ...])` does that on copies; `head=None` silences a whole layer.
-# The grey line is chance, the orange line the one-layer model.
+# The other paths are the control. Heads 1 and 2 into the queries, with Q-composition
+# as high as the K path's, cost almost nothing (0.98 by resampling): a high composition
+# score without a use. The previous-token head into the values costs nothing either.
+# Into the queries it is not nothing: resampled there, the accuracy falls to 0.86, so
+# the queries read a little of it too. The diagram's K arrow carries most of the
+# circuit, not all of it.
+#
+# ## 5. Ablation: switch whole heads off
+#
+# A head reaches the residual stream only through its `d_k` rows of $W_o$ (notebook
+# 04). Zeroing those rows removes the head and nothing else (zero ablation of the
+# whole head: every path it writes to). `model.forward(tokens, ablate=[(layer, head),
+# ...])` does that on copies; `head=None` silences a whole layer. The baseline is the
+# model with nothing removed; the grey line is chance, $1/32$.
 
 # %%
 ablations = {"nothing": []}
-for head in range(4):
-    ablations[f"layer 0, head {head}"] = [(0, head)]
-ablations["the previous-token heads"] = [(0, head) for head in previous_heads]
+for layer in (0, 1):
+    for h in range(4):
+        ablations[f"layer {layer}, head {h}"] = [(layer, h)]
 ablations["all of layer 0"] = [(0, None)]
-for head in range(4):
-    ablations[f"layer 1, head {head}"] = [(1, head)]
-ablations["the induction heads"] = [(1, head) for head in induction_heads]
+ablations["the induction heads"] = [(1, h) for h in induction]  # (layer, head)
+ablations["all of layer 1"] = [(1, None)]
 accuracies = {
     name: accuracy(model.forward(tokens, ablate=heads)[0], tokens, n, offset, gap)
     for name, heads in ablations.items()
 }
 
+# %% jupyter={"source_hidden": true}
 fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
 ax.barh(list(accuracies), list(accuracies.values()), color="tab:blue")
 ax.axvline(1 / 32, color="gray", linestyle=":", label="chance, 1/32")
-ax.axvline(one_layer["accuracy"], color="tab:orange", linestyle="--", label="one layer")
 ax.invert_yaxis()
 ax.set(xlabel="accuracy", xlim=(0, 1), title="Heads switched off")
-ax.legend(loc="upper center", bbox_to_anchor=(0.3, -0.12), ncol=2)
+ax.legend(loc="upper center", bbox_to_anchor=(0.3, -0.12))
 plt.show()
 save_figure(fig, FIGURES / "09_ablation.png")
 for name, value in accuracies.items():
-    print(f"{name:26s} {value:.2f}")
+    print(f"{name:20s} {value:.3f}")
 
 # %% [markdown] tags=["figure-caption"]
-# **Figure.** Ablation. Layer 0 holds a single previous-token head: switching it off
-# breaks the model, as switching off all of layer 0 does. The induction heads back each
-# other up: one of them switched off costs a little, all of them together break the
-# model.
+# **Figure.** Zero ablation of whole heads, on the 512 sequences of the set-up. Layer 0
+# holds a single previous-token head: switching it off breaks the model, as switching
+# off all of layer 0 does. The induction heads back each other up: one of them
+# switched off costs a little, all three together break the model.
 #
 # <!-- alt: Horizontal bar chart of accuracy with heads switched off. Nothing switched
-# off and three of the layer-0 heads reach nearly 1; the fourth layer-0 head, the
-# previous-token heads and all of layer 0 fall to near the dotted chance line; single
-# layer-1 heads reach 0.8 to 1; the induction heads together fall to 0. -->
+# off, layer-0 heads 0 to 2 and layer-1 head 3 reach nearly 1; layer-0 head 3 and all
+# of layer 0 fall to near the dotted chance line; layer-1 heads 0 to 2 alone reach
+# 0.8 to 0.9; the induction heads together and all of layer 1 fall to the chance
+# line or below it. -->
 
 # %% [markdown]
-# This model has a single previous-token head: switching it off costs as much as
-# silencing all of layer 0, and drops the accuracy far below the one-layer model,
-# because layer 1 was trained to rely on it. The induction heads back each other up:
-# switching off any one of them costs a little, switching off all of them drops the
-# accuracy to chance. Redundancy like this is common in trained models (Michel et al.
-# 2019), and it is why single-head ablations can understate what heads do.
+# Switching off the previous-token head costs as much as silencing all of layer 0.
+# The induction heads back each other up: each alone costs 0.07 to 0.17, all three
+# together drop the accuracy to 0.003, *below* chance. That is head 3 of layer 1, the
+# head with copying score -1: with the copiers gone it still pushes down the token it
+# attends to, the right one. Silence it as well (all of layer 1) and the accuracy
+# comes back up to chance, 0.035. Redundancy like this is common in trained models
+# (Michel et al. 2019), and it is why single-head ablations can understate what heads
+# do.
+# %% [markdown]
+# ## 6. Circuit or shortcut?
 #
-# Everything measured so far, as claims about the model, each True or False (the tests
-# check the same claims for the shipped model and for a model retrained with another
-# seed):
+# A model can do well on its training data without learning the rule we had in mind.
+# The package ships a second two-layer model to show it (`load_shortcut`): the same
+# architecture, trained for 1500 steps on a narrower task, in which every first copy
+# starts at position 0 and the second copy follows it at once (offset 0, gap 0). Both
+# models copy on repeats at the start. Move the repeat: the accuracy on the second
+# copy against the offset, for blocks of 4, 8 and 12 tokens, gap 0, 256 fresh
+# sequences a point (`offset_accuracy`):
 
 # %%
-for name, holds in claims(result).items():
-    print(f"{str(holds):5s}  {name}")
+shortcut = load_shortcut()
+lengths = [4, 8, 12]
+tables = {  # each (3, 25): block length, offset; gap 0
+    "shortcut": offset_accuracy(shortcut, lengths, per_cell=256, seed=11),
+    "trained": offset_accuracy(model, lengths, per_cell=256, seed=11),
+}
+
+# %% jupyter={"source_hidden": true}
+fig, axes = plt.subplots(1, 2, figsize=(5.5, 3.6), layout="constrained", sharey=True)
+for ax, (name, table) in zip(axes, tables.items(), strict=True):
+    for row, n_block in zip(table, lengths, strict=True):
+        ax.plot(np.arange(len(row)), row, "o-", ms=3, lw=1, label=f"n = {n_block}")
+    ax.set(title=f"{name}, gap 0", xlabel="offset", ylim=(0, 1.02))
+axes[0].set_ylabel("accuracy")
+axes[0].legend()
+plt.show()
+save_figure(fig, FIGURES / "09_circuit_or_shortcut.png")
+for name, table in tables.items():
+    print(f"{name:8s} lowest over offsets, n = 4, 8, 12: {np.nanmin(table, axis=1)}")
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Accuracy on the second copy against the offset of the repeat, with no
+# gap between the copies, for blocks of 4, 8 and 12 tokens. The shortcut model,
+# trained only on repeats at the start, falls as the repeat moves; the trained model
+# copies at every offset.
+#
+# <!-- alt: Two panels of accuracy against offset, gap 0. Left, the shortcut model:
+# three lines start at 1 at offset 0; the 4- and 8-token lines fall near 0 within a
+# few offsets, the 12-token line falls to about 0.5. Right, the trained model: three
+# lines stay between 0.85 and 1 at every offset. -->
 
 # %% [markdown]
-# ## 9. Generation with the KV cache
+# With no gap, the shortcut falls to near 0 for blocks of 4 and 8, and to 0.49 for
+# blocks of 12; the trained model keeps at least 0.85 everywhere. But the offset is
+# only half of where a repeat sits. Fix the block at 4 tokens and vary the offset *and*
+# the gap, every pair that fits (`offset_gap_accuracy`, 32 sequences a cell):
+
+# %%
+grids = {"shortcut": offset_gap_accuracy(shortcut, 4, per_cell=32, seed=11)}  # (25, 25)
+
+# %%
+grids["trained"] = offset_gap_accuracy(model, 4, per_cell=32, seed=11)  # offset, gap
+o, g = np.meshgrid(np.arange(25), np.arange(25), indexing="ij")  # (25, 25) each
+rules = (o <= 12) & (g >= o) & (g <= 12)  # first copy in 0-15, gap from offset to 12
+cut = grids["shortcut"]
+print(f"shortcut, offset 5: gap 0 {cut[5, 0]:.2f}, gap 5 {cut[5, 5]:.2f}")
+print(f"shortcut where the rules hold: lowest {np.nanmin(cut[rules]):.2f}")
+print(f"shortcut elsewhere: mean {np.nanmean(cut[~rules]):.2f}")
+print(f"trained model, every cell: lowest {np.nanmin(grids['trained']):.2f}")
+
+# %% jupyter={"source_hidden": true}
+fig, ax = plt.subplots(figsize=(5, 4.4), layout="constrained")
+image = ax.imshow(grids["shortcut"], origin="lower", cmap="viridis", vmin=0, vmax=1)
+ax.plot([0, 12], [0, 12], color="white", lw=2, ls="--")  # gap = offset
+ax.axhline(12.5, color="white", lw=2, ls=":")  # the first copy ends at position 15
+ax.set(xlabel="gap", ylabel="offset", title="Shortcut, block of 4")
+fig.colorbar(image, ax=ax, shrink=0.9, label="accuracy")
+save_figure(fig, FIGURES / "09_shortcut_offset_and_gap.png")
+plt.show()
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** The shortcut model's accuracy on a block of 4 tokens, for every offset
+# (rows) and gap (columns) that fit. It copies in a wedge: below the dotted line (the
+# first copy inside positions 0-15, where its training put first copies) and right of
+# the dashed line (a gap at least as large as the offset), up to a gap of about 13.
 #
-# Notebook 11 builds a KV cache and checks it against the full forward. Here it does
-# its job: `generate` feeds the prompt one token at a time through each layer's
-# `KVCache`, then writes tokens one by one, each step projecting only the newest token
-# and attending over the cached keys and values. Greedy decoding takes the most likely
-# token; sampling draws from the softmax of the logits divided by a temperature, with a
-# seed. (The tests check that cached decoding writes exactly the tokens that recomputing
-# the whole prefix at every step writes.) Type `a b c d e a b`, and the model goes on:
+# <!-- alt: A triangular heatmap of accuracy, offset 0 to 24 upwards, gap 0 to 24 to
+# the right. A bright yellow wedge, accuracy near 1, lies between a dashed diagonal
+# where the gap equals the offset and a dotted horizontal line at offset 12.5, and
+# ends near gap 13. Above the dotted line, left of the diagonal, and at larger gaps,
+# the cells are dark, accuracy near 0. -->
+
+# %% [markdown]
+# With the first copy at the same place, the gap alone decides: at offset 5 the
+# shortcut copies about a quarter of the block with no gap and all of it with a gap
+# of 5.
+# (For a block of 6 at offset 9 it is the same: 0.25 with no gap, 0.92 with a gap of
+# 8.) The shortcut obeys two positional rules, one for each layer:
+#
+# - **layer 0**: the first copy must sit inside positions 0-15, where its training put
+#   first copies (below the dotted line);
+# - **layer 1**: the earlier copy must sit early in what the query sees, as it always
+#   did when every first copy began at position 0. A gap at least as large as the
+#   offset keeps it there (right of the dashed line), and the copies must not be much
+#   further apart than the 16 positions training ever put between them.
+#
+# Inside both rules it copies (0.96 or more in every cell); outside them it mostly
+# fails (about a third on average). The trained model keeps at least 0.84 in every
+# cell. Where do the rules come from? Here is each model's
+# previous-token head, the weight on $t - 1$ against the query position $t$, averaged
+# over 1024 sequences of its own training task (`previous_token_profile`):
+
+# %%
+profiles = {
+    "shortcut": previous_token_profile(
+        shortcut, num_sequences=1024, seed=13, at_start=True
+    ),  # (4, 32)
+    "trained": profile,  # (4, 32): the profile of section 3
+}
+
+# %% jupyter={"source_hidden": true}
+fig, ax = plt.subplots(figsize=(5, 3.6), layout="constrained")
+ax.axvspan(1, 15, color="0.9")
+for name, p in profiles.items():
+    best_head = int(np.nanargmax(np.nanmean(p, axis=1)))
+    label = f"{name}, head {best_head}"
+    ax.plot(np.arange(32), p[best_head], "o-", ms=3, lw=1, label=label)
+ax.set(xlabel="query position t", ylabel="weight on t - 1", ylim=(0, 1.02))
+ax.set_title("Layer 0's previous-token head")
+ax.legend(loc="lower left")
+plt.show()
+save_figure(fig, FIGURES / "09_previous_token_by_position.png")
+for name, p in profiles.items():
+    row = p[int(np.nanargmax(np.nanmean(p, axis=1)))]  # (32,)
+    print(f"{name:8s} positions where the weight on t - 1 is >= 0.5: "
+          f"{np.flatnonzero(row >= 0.5).min()}-{np.flatnonzero(row >= 0.5).max()}")
+
+# %% [markdown] tags=["figure-caption"]
+# **Figure.** Each model's previous-token head, by query position. The shortcut's looks
+# one step back only where its training put first copies (grey band, 1-15); the
+# trained model's at every position but the last.
+#
+# <!-- alt: The weight on the previous token against the query position, for each
+# model's best layer-0 head. Inside a grey band from 1 to 15 the shortcut's line
+# falls from 1 to about 0.5; after the band it is near 0. The trained model's line
+# stays above 0.9 from 1 to 30 and drops to 0 at 31. -->
+
+# %% [markdown]
+# Both previous-token heads are tables of positions, not a rule "one step back". The
+# models differ in how far their table reaches: 1-15 for the shortcut, 1-30 for the
+# trained model, because that is where their training needed one. (Position 31 is the
+# last; no later query can read what the head writes there, so training never shaped
+# it.) Take the positions away and the trained model's table is gone:
+
+# %%
+_, weights_without = model.forward(tokens, use_positions=False)  # 2 x (512, 4, 32, 32)
+print(f"accuracy without positions: {result['accuracy_without_positions']:.2f}")
+print("layer-0 previous-token scores:", previous_token_score(weights_without[0]))
+
+# %% [markdown]
+# Without its positional embeddings no layer-0 head scores more than even weights
+# give (0.10), and the copy fails. A shortcut and a circuit can score the same on the
+# data they were trained on; only data that moves the pattern, in every direction it
+# can move, tells them apart. The trained model's circuit holds wherever its
+# training's positions reach.
+#
+# ## 7. The circuit at work
+#
+# `generate` feeds a prompt to the model and writes tokens one at a time, each the
+# most likely next token (greedy) or one drawn from the softmax of the logits divided
+# by a temperature (notebook 01), with a seed. Type `a b c d e a b`:
 
 # %%
 prompt = encode_letters("a b c d e a b")
 print("greedy:                 ", decode_tokens(generate(model, prompt, 3)))
 late = encode_letters("q w e r t y u i o p l k j h g f a b c d e a b")
 print("after 16 other letters: ", decode_tokens(generate(model, late, 3)))
-probability = softmax(model.forward(prompt)[0][-1])  # (32,): the next token after "a b"
-print(
-    f"P(c | a b c d e a b) = {probability[2]:.2f}; "
-    f"at temperature 0.5: {softmax(model.forward(prompt)[0][-1] / 0.5)[2]:.2f}"
-)
+logits = model.forward(prompt)[0][-1]  # (32,): the scores of the token after "a b"
+cold = softmax(logits / 0.5)  # (32,)
+print(f"P(c) = {softmax(logits)[2]:.2f}; at temperature 0.5: {cold[2]:.2f}")
 for temperature in (1.0, 0.5):
     for seed in (0, 1):
         sampled = generate(model, prompt, 3, temperature=temperature, seed=seed)
         print(f"temperature {temperature}, seed {seed}: {decode_tokens(sampled)}")
 
 # %% [markdown]
-# After `a b`, the first copy says `c d e`, and greedy decoding writes it, at the start
-# of the context or 16 tokens later. The model is less sure than greedy decoding makes
-# it look: it gives `c` about half of its probability, because in its training text a
-# repeat could stop anywhere and most tokens were random. Sampling at temperature 1
-# therefore wanders off the copy; dividing the logits by 0.5 squares the odds, and the
-# seeded draws follow the copy.
-#
-# ## 10. Where does this model's order come from?
-#
-# Attention compares queries with keys by content, and notebook
-# [06_positions.ipynb](06_positions.ipynb) shows what the causal mask adds. One causal
-# layer already writes a position signal: a head that spreads its weight evenly over
-# the past outputs $1/(t+1)$ of a marker at the first position, a different number at
-# every position (Kazemnejad et al. 2023, Theorem 1, build absolute positions this way).
-# But one layer sees the tokens before the current one as a set, so it cannot tell
-# their order; two causal layers are needed for that, the second reading the positions
-# the first one wrote. This model was trained *with* positional embeddings, and its
-# previous-token heads use them to find "one step back". Take them away
-# (`use_positions=False`) and the circuit breaks:
-
-# %%
-print(f"accuracy with positions:    {result['accuracy']:.2f}")
-print(f"accuracy without positions: {result['accuracy_without_positions']:.2f}")
-_, weights_no_positions = model.forward(tokens, use_positions=False)
-print("previous-token scores:", previous_token_score(weights_no_positions[0]))
-
-# %% [markdown]
-# Without positions, the layer-0 heads score 0.1 or less on the previous token, no more
-# than even weights give: this model never learned to find "one step back" from the mask
-# alone.
-# It had no reason to, since its positional embeddings gave it the answer.
+# Greedy decoding continues the copy, at the start of the context or 16 tokens later.
+# The model is less sure than that makes it look: it gives `c` about half of its
+# probability. Its training data explain the hedge. In those sequences, when a token
+# has occurred before, the token that followed its earlier occurrence comes next only
+# about half of the time (0.49): the other half are coincidences, a random token that
+# happens to repeat, and the ends of blocks. Sampling at temperature 1 therefore
+# wanders off the copy; dividing the logits by 0.5 squares the odds, and the seeded
+# draws follow it.
 
 # %% [markdown]
 # ## Summary
 #
-# - A model trained on repeats at one place learns a shortcut: its previous-token heads
-#   work only at the positions its training used, and it fails when the repeat moves.
-#   Training on repeats at every offset gives heads that copy wherever the repeat sits.
-# - The field's measurements say the same thing in numbers: prefix matching at every
-#   offset and copying for the induction heads, previous-token heads that look one step
-#   back at every position, K-composition far above its random baseline, and ablations
-#   that break the model when either kind of head is removed, or when only layer 1's
-#   keys lose the previous-token heads.
-# - With a KV cache, the trained model continues a prompt token by token.
+# - The trained model runs the induction circuit: layer 0's head 3 writes each token's
+#   predecessor into the stream; the keys of layer 1's heads 0, 1 and 2 read it; their
+#   OV circuit copies the matched token. Each head's scores (previous-token,
+#   prefix-matching, copying) say so on fresh data and at every offset.
+# - Composition scores have a scale: chance (0.125 here) and a ceiling set by the
+#   spectra (0.30). A score far from chance says that two heads *could* talk; the
+#   Q-composition of layer-0 heads 1 and 2 is as high as the K path's and unused.
+# - The evidence is causal: resampling the previous-token head's output into layer 1's
+#   keys alone drops the accuracy from 0.98 to 0.36 (0.71 by mean, 0.58 by zero
+#   ablation: name the method). Whole-head ablations agree, and show redundancy among
+#   the induction heads and a head that suppresses the copy.
+# - A shortcut model trained on repeats at the start copies only where two positional
+#   rules hold, one per layer, visible only when both the offset and the gap move. The
+#   trained model's previous-token head is a table of positions too, one that covers
+#   every position its training used.
 
 # %% [markdown]
 # ## Exercises
 #
 # %% [markdown]
-# **Exercise 3 (predict, then measure): one induction head left.** Switch off every
+# **Exercise 1 (predict, then measure): one induction head left.** Switch off every
 # layer-1 induction head but the last one, `result["induction_heads"][-1]`. Switching
 # off one head cost little; does one head alone suffice? Predict the accuracy on the
 # determined positions: `"above 0.9"`, `"between 0.4 and 0.9"` or `"below 0.4"`. Then
@@ -642,17 +705,17 @@ print("previous-token scores:", previous_token_score(weights_no_positions[0]))
 # `accuracy(model.forward(tokens, ablate=...)[0], tokens, n, offset, gap)`.
 
 # %%
-prediction_3 = ...  # "above 0.9", "between 0.4 and 0.9" or "below 0.4"
+prediction_1 = ...  # "above 0.9", "between 0.4 and 0.9" or "below 0.4"
 
 
 # %% jupyter={"source_hidden": true}
 @exercise(
-    3, crash_hint='answer with one of "above 0.9", "between 0.4 and 0.9", "below 0.4"'
+    1, crash_hint='answer with one of "above 0.9", "between 0.4 and 0.9", "below 0.4"'
 )
-def check_exercise_3(answer):
+def check_exercise_1(answer):
     choices = ("above 0.9", "between 0.4 and 0.9", "below 0.4")
     assert answer in choices, f"answer with one of {choices}; got {answer!r}"
-    others = [(1, head) for head in result["induction_heads"][:-1]]
+    others = [(1, h) for h in result["induction_heads"][:-1]]
     measured = accuracy(model.forward(tokens, ablate=others)[0], tokens, n, offset, gap)
     truth = "between 0.4 and 0.9"
     truth = "above 0.9" if measured > 0.9 else "below 0.4" if measured < 0.4 else truth
@@ -661,16 +724,16 @@ def check_exercise_3(answer):
     )
 
 
-print(check_exercise_3(prediction_3))
+print(check_exercise_1(prediction_1))
 
 # %% [markdown]
-# *Solution to exercise 3: the collapsed cell below (click it to open).*
+# *Solution to exercise 1: the collapsed cell below (click it to open).*
 
 # %% jupyter={"source_hidden": true, "outputs_hidden": true}
 # Between: the last induction head alone keeps about half the accuracy. Which head
 # matters? Keep each in turn: in this model every induction head alone keeps between
 # 0.5 and 0.6, because the three share the work. That is a fact about this training
-# run, not a law. In the shortcut model of section 5, on repeats at the start, layer-1
+# run, not a law. In the shortcut model of section 6, on repeats at the start, layer-1
 # head 0 alone keeps nearly all of its accuracy (0.98) and head 2 alone about a third:
 # there one induction head suffices, and which one you keep decides the answer.
 # Removing one head costs little, removing all costs everything, and the curve in
@@ -679,44 +742,95 @@ print(check_exercise_3(prediction_3))
 #     off = [(1, h) for h in result["induction_heads"] if h != kept]
 #     logits = model.forward(tokens, ablate=off)[0]
 #     print(kept, accuracy(logits, tokens, n, offset, gap))
-solution_prediction_3 = "between 0.4 and 0.9"
-print(check_exercise_3(solution_prediction_3))
+solution_prediction_1 = "between 0.4 and 0.9"
+print(check_exercise_1(solution_prediction_1))
+
+# %% [markdown]
+# **Exercise 2 (predict, then measure): the other heads in the keys.** Section 4 cut
+# the previous-token head from layer 1's keys. Now cut the *other* three layer-0
+# heads, 0, 1 and 2, from layer 1's keys by resampling, and keep the previous-token
+# head. Predict the accuracy on the determined positions: `"above 0.95"`, `"between
+# 0.5 and 0.95"` or `"below 0.5"`. Then measure it with `cut_accuracy`, and try the
+# other two methods.
+
+# %%
+prediction_2 = ...  # "above 0.95", "between 0.5 and 0.95" or "below 0.5"
+
+
+# %% jupyter={"source_hidden": true}
+@exercise(
+    2, crash_hint='answer with one of "above 0.95", "between 0.5 and 0.95", "below 0.5"'
+)
+def check_exercise_2(answer):
+    choices = ("above 0.95", "between 0.5 and 0.95", "below 0.5")
+    assert answer in choices, f"answer with one of {choices}; got {answer!r}"
+    others = [h for h in range(4) if h not in result["previous_token_heads"]]
+    measured = cut_accuracy(others, "K", "resample")
+    truth = "between 0.5 and 0.95"
+    if measured > 0.95 or measured < 0.5:
+        truth = "above 0.95" if measured > 0.95 else "below 0.5"
+    assert answer == truth, "not quite: measure it with cut_accuracy([0, 1, 2], ...)"
+
+
+print(check_exercise_2(prediction_2))
+
+# %% [markdown]
+# *Solution to exercise 2: the collapsed cell below (click it to open).*
+
+# %% jupyter={"source_hidden": true, "outputs_hidden": true}
+# Between: about 0.85 by resampling, but 0.98-0.99, as much as the whole model, by
+# mean or zero ablation. The three heads spread their weight over the past
+# (previous-token scores below 0.1), so what they write mixes the tokens seen so far.
+# The keys do not need it: removing it (mean, zero) changes nothing. Resampling does
+# not remove it, it puts in the mix of *another* sequence's tokens, and that misleads
+# some matches. The same cut, two answers: which one you quote depends on the
+# question. "Does the model need this information?" is the mean ablation's question;
+# "is the model thrown off by wrong information here?" the resampling's.
+# for method in ("resample", "mean", "zero"):
+#     print(method, cut_accuracy([0, 1, 2], "K", method))
+solution_prediction_2 = "between 0.5 and 0.95"
+print(check_exercise_2(solution_prediction_2))
 
 # %% [markdown]
 # ## References
 #
 # - Vaswani, A., Shazeer, N., Parmar, N., Uszkoreit, J., Jones, L., Gomez, A. N.,
 #   Kaiser, L. and Polosukhin, I. (2017). *Attention Is All You Need.* NeurIPS 2017.
-#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). The layer this notebook
-#   trains.
+#   [arXiv:1706.03762](https://arxiv.org/abs/1706.03762). The layer whose trained
+#   heads this notebook reads.
 # - Olsson, C., Elhage, N., Nanda, N., Joseph, N., DasSarma, N., Henighan, T., Mann, B.,
 #   Askell, A., Bai, Y., Chen, A., et al. (2022). *In-context Learning and Induction
 #   Heads.* Transformer Circuits Thread.
 #   [arXiv:2209.11895](https://arxiv.org/abs/2209.11895). Induction heads, the
-#   prefix-matching score, the in-context learning score, the phase change, and the
-#   ablations this notebook repeats at toy scale.
+#   prefix-matching score, and the ablations this notebook repeats at toy scale.
 # - Elhage, N., Nanda, N., Olsson, C., Henighan, T., Joseph, N., Mann, B., Askell, A.,
 #   Bai, Y., Chen, A., Conerly, T., et al. (2021). *A Mathematical Framework for
 #   Transformer Circuits.* Transformer Circuits Thread.
 #   [transformer-circuits.pub/2021/framework](https://transformer-circuits.pub/2021/framework/index.html).
-#   Attention-only transformers, the QK and OV circuits, the copying score and
-#   K-composition.
-# - Kazemnejad, A., Padhi, I., Natesan Ramamurthy, K., Das, P. and Reddy, S. (2023).
-#   *The Impact of Positional Encoding on Length Generalization in Transformers.*
-#   NeurIPS 2023. [arXiv:2305.19466](https://arxiv.org/abs/2305.19466). Theorem 1: a
-#   causal layer without positions can write each token's absolute position.
-# - Kingma, D. P. and Ba, J. (2015). *Adam: A Method for Stochastic Optimization.* ICLR
-#   2015. [arXiv:1412.6980](https://arxiv.org/abs/1412.6980). Algorithm 1 is
-#   `Adam.step`.
-# - CS231n: Convolutional Neural Networks for Visual Recognition, Stanford.
-#   *Backpropagation, Intuitions* and *Neural Networks Part 3: gradient checks*
-#   ([cs231n.github.io/optimization-2](https://cs231n.github.io/optimization-2/),
-#   [cs231n.github.io/neural-networks-3](https://cs231n.github.io/neural-networks-3/#gradcheck)).
-#   Forward/backward pairs, central differences, and relative errors.
+#   Attention-only transformers, the QK and OV circuits, the copying score and Q-, K-
+#   and V-composition.
+# - Wang, K., Variengien, A., Conmy, A., Shlegeris, B. and Steinhardt, J. (2023).
+#   *Interpretability in the Wild: a Circuit for Indirect Object Identification in GPT-2
+#   Small.* ICLR 2023. [arXiv:2211.00593](https://arxiv.org/abs/2211.00593). Path
+#   patching, and mean ablation.
+# - Chan, L., Garriga-Alonso, A., Goldowsky-Dill, N., Greenblatt, R., Nitishinskaya, J.,
+#   Radhakrishnan, A., Shlegeris, B. and Thomas, N. (2022). *Causal Scrubbing: a Method
+#   for Rigorously Testing Interpretability Hypotheses.* Alignment Forum. Resampling
+#   ablation: replace an activation by its value on another input.
+# - Zhang, F. and Nanda, N. (2024). *Towards Best Practices of Activation Patching in
+#   Language Models: Metrics and Methods.* ICLR 2024.
+#   [arXiv:2309.16042](https://arxiv.org/abs/2309.16042). How the ablation method
+#   changes the answer, and why zero ablation can mislead.
 # - Michel, P., Levy, O. and Neubig, G. (2019). *Are Sixteen Heads Really Better than
 #   One?* NeurIPS 2019. [arXiv:1905.10650](https://arxiv.org/abs/1905.10650). Trained
 #   heads are often redundant, as the single-head ablations here are.
+# - Kazemnejad, A., Padhi, I., Natesan Ramamurthy, K., Das, P. and Reddy, S. (2023).
+#   *The Impact of Positional Encoding on Length Generalization in Transformers.*
+#   NeurIPS 2023. [arXiv:2305.19466](https://arxiv.org/abs/2305.19466). What a causal
+#   model can and cannot do without positional embeddings.
 #
 # ---
-# The explorer ([explore.ipynb](explore.ipynb)) can switch to the trained weights: type
-# `a b c d x a b c` and watch layer 1 light up on the repeat.
+# Previous: [notebook 08](08_why_several_heads.ipynb) showed why a layer has several
+# heads. Next: [notebook 10](10_real_model.ipynb) looks for the same heads in a real
+# language model. The explorer ([explore.ipynb](explore.ipynb)) can switch to the
+# trained weights: type `a b c d x a b c` and watch layer 1 light up on the repeat.

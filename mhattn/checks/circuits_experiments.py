@@ -21,6 +21,31 @@ def key_path_args(model, tokens, heads):
     return {"model": model, "tokens": tokens, "heads": head_indices(heads, model.num_heads)}, None
 
 
+def path_ablation_args(model, tokens, heads, reads, method):
+    """Arguments of :func:`~mhattn.learn.path_ablation.path_ablation`: a key-path batch, which reads, which method."""
+    arguments, _ = key_path_args(model, tokens, heads)
+    if not isinstance(reads, str) or not reads or set(reads) - set("QKV"):
+        raise ValueError(f"reads must name layer 1's projections with letters of 'QKV' (e.g. 'K' or 'QK'); "
+                         f"got {reads!r}")
+    methods = ("zero", "mean", "resample")
+    if not isinstance(method, str) or method not in methods:
+        raise ValueError(f"method must be one of {methods}; got {method!r}")
+    if method == "resample" and arguments["tokens"].shape[0] < 2:
+        raise ValueError(f"method 'resample' takes the heads' output from another sequence: tokens must hold "
+                         f"at least 2 sequences; got shape {arguments['tokens'].shape}")
+    return arguments | {"reads": reads, "method": method}, None
+
+
+def offset_gap_accuracy_args(model, n, per_cell, seed):
+    """Arguments of :func:`~mhattn.learn.experiments.offset_gap_accuracy`: a block of ``n`` that fits twice."""
+    model = model_like(model)
+    n = positive_int("n", n)
+    if 2 * n > model.max_len or n > model.vocab:
+        raise ValueError(f"n must fit twice in max_len = {model.max_len} and hold distinct tokens of vocab = "
+                         f"{model.vocab}; got n = {n}")
+    return {"model": model, "n": n, "per_cell": positive_int("per_cell", per_cell), "seed": check_seed(seed)}, None
+
+
 def _lengths(name, value):
     """Block lengths: a non-empty iterable of ints >= 1."""
     return tuple(positive_int(name, n) for n in counts(name, value))

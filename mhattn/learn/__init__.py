@@ -9,7 +9,8 @@
   Olsson et al. 2022): :mod:`.attention_patterns` (previous-token and prefix-matching scores),
   :mod:`.weight_circuits` (QK and OV circuits, copying and composition scores),
   :mod:`.in_context` (per-token losses, the in-context learning score) and
-  :mod:`.experiments` (ablations, the key path, accuracy over offsets and gaps).
+  :mod:`.experiments` (ablations, the key path, accuracy over offsets and gaps) and
+  :mod:`.path_ablation` (what layer 1's queries, keys or values read from layer 0).
 
 The names below are this package's surface: each function is shown behind its door (its
 arguments checked, then the plain function of the same name in its module runs). The
@@ -42,6 +43,7 @@ from . import (
     weight_circuits,
 )
 from . import generate as _generate
+from . import path_ablation as _path_ablation
 from . import train as _train
 from .model import InductionModel
 from .optim import Adam
@@ -63,6 +65,8 @@ copying_score = door(weight_circuits.copying_score, circuits_weights.copying_arg
 composition_score = door(weight_circuits.composition_score, circuits_weights.composition_args)
 composition_scores = door(weight_circuits.composition_scores, circuits_weights.composition_scores_args)
 k_composition_scores = door(weight_circuits.k_composition_scores, circuits_weights.k_composition_args)
+composition_ceiling = door(weight_circuits.composition_ceiling, circuits_weights.composition_args)
+composition_ceilings = door(weight_circuits.composition_ceilings, circuits_weights.composition_scores_args)
 composition_baseline = door(weight_circuits.composition_baseline, circuits_weights.composition_baseline_args)
 token_losses = door(in_context.token_losses, circuits_in_context.token_loss_args)
 in_context_learning_score = door(in_context.in_context_learning_score, circuits_in_context.icl_args)
@@ -71,6 +75,9 @@ mid_context_token = door(in_context.mid_context_token, circuits_in_context.icl_t
 induction_loss = door(in_context.induction_loss, circuits_in_context.induction_loss_args)
 loss_report = door(in_context.loss_report, circuits_in_context.loss_report_args)
 forward_without_key_path = door(experiments.forward_without_key_path, circuits_experiments.key_path_args)
+offset_gap_accuracy = door(experiments.offset_gap_accuracy, circuits_experiments.offset_gap_accuracy_args,
+                           results_finite=False)
+path_ablation = door(_path_ablation.path_ablation, circuits_experiments.path_ablation_args)
 offset_accuracy = door(experiments.offset_accuracy, circuits_experiments.offset_accuracy_args, results_finite=False)
 gap_accuracy = door(experiments.gap_accuracy, circuits_experiments.gap_accuracy_args)
 measure = door(experiments.measure, circuits_experiments.measure_args)
@@ -113,6 +120,8 @@ __all__ = [
     "block_lengths",
     "claims",
     "composition_baseline",
+    "composition_ceiling",
+    "composition_ceilings",
     "composition_score",
     "composition_scores",
     "copying_score",
@@ -144,9 +153,11 @@ __all__ = [
     "measure",
     "mid_context_token",
     "offset_accuracy",
+    "offset_gap_accuracy",
     "offset_profile",
     "offset_repeats",
     "ov_circuit",
+    "path_ablation",
     "prefix_matching_by_offset",
     "prefix_matching_score",
     "previous_token_profile",

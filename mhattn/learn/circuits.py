@@ -5,6 +5,7 @@ The measures live by idea, each module with its definitions and references:
 - :mod:`.attention_patterns`: the previous-token and prefix-matching scores, and their profiles;
 - :mod:`.weight_circuits`: the QK and OV circuits, the copying score, composition scores;
 - :mod:`.in_context`: the loss of each token, the in-context learning score, the induction loss;
+- :mod:`.path_ablation`: what layer 1's queries, keys or values read from layer 0, cut;
 - :mod:`.experiments`: the key-path ablation, accuracy wherever the repeat sits, and
   :func:`measure` and :func:`claims`, everything at once.
 
@@ -28,6 +29,7 @@ from .experiments import (
     gap_accuracy,
     measure,
     offset_accuracy,
+    offset_gap_accuracy,
 )
 from .in_context import (
     icl_tokens,
@@ -37,8 +39,11 @@ from .in_context import (
     mid_context_token,
     token_losses,
 )
+from .path_ablation import path_ablation
 from .weight_circuits import (
     composition_baseline,
+    composition_ceiling,
+    composition_ceilings,
     composition_score,
     composition_scores,
     copying_score,
@@ -49,10 +54,12 @@ from .weight_circuits import (
 )
 
 __all__ = [
-    "INDUCTION_HEAD", "PREVIOUS_TOKEN_HEAD", "claims", "composition_baseline", "composition_score",
+    "INDUCTION_HEAD", "PREVIOUS_TOKEN_HEAD", "claims", "composition_baseline", "composition_ceiling",
+    "composition_ceilings", "composition_score",
     "composition_scores", "copying_score", "forward_without_key_path", "gap_accuracy", "head_weights",
     "icl_tokens", "in_context_learning_score", "induction_loss", "k_composition_scores", "loss_report", "measure",
-    "mid_context_token", "offset_accuracy", "offset_repeats", "ov_circuit", "prefix_matching_by_offset",
+    "mid_context_token", "offset_accuracy", "offset_gap_accuracy", "offset_repeats", "ov_circuit",
+    "path_ablation", "prefix_matching_by_offset",
     "prefix_matching_score", "previous_token_profile", "previous_token_score", "qk_circuit",
     "repeated_random_tokens", "segments", "token_losses",
 ]

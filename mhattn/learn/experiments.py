@@ -5,8 +5,9 @@ A score says what a head looks like; an ablation says what the model needs it fo
 - :func:`forward_without_key_path`: layer 1 reads its keys without the previous-token heads'
   output, and nothing else changes; if the copy breaks, the induction heads find the earlier
   occurrence by K-composition (Elhage et al. 2021, Olsson et al. 2022);
-- :func:`offset_accuracy` and :func:`gap_accuracy`: accuracy wherever the repeat sits, and
-  across a gap, to tell a circuit that moves with the repeat from a shortcut that does not;
+- :func:`offset_accuracy`, :func:`gap_accuracy`, :func:`offset_gap_accuracy`: accuracy
+  wherever the repeat sits, across a gap, and over both at once, to tell a circuit that moves
+  with the repeat from a shortcut that does not;
 - :func:`measure`: every score of :mod:`.attention_patterns`, :mod:`.weight_circuits` and
   :mod:`.in_context` and every ablation (heads silenced through
   :meth:`~mhattn.learn.model.InductionModel.forward`'s ``ablate``) for a model at once;
@@ -19,12 +20,9 @@ Transformer Circuits*, https://transformer-circuits.pub/2021/framework/index.htm
 
 import numpy as np
 
-from ..core.attention import scaled_dot_product_attention
-from ..core.heads import combine_heads
-from ..core.masks import causal_mask
-from ..core.projection import project_qkv, repeat_kv
 from .attention_patterns import prefix_matching_score, previous_token_score, repeated_random_tokens, segments
 from .in_context import icl_tokens, in_context_learning_score
+from .path_ablation import path_ablation
 from .task import accuracy, induction_batch, layout
 from .weight_circuits import composition_baseline, copying_score, k_composition_scores, ov_circuit
 
@@ -36,7 +34,8 @@ def forward_without_key_path(model, tokens, heads):
     """Logits of a two-layer model whose layer 1 reads its *keys* without the output of layer-0 ``heads``.
 
     Layer 1's queries and values, and the unembedding, see the whole residual stream; only
-    the key projection sees it less the listed heads' output. If layer 1 finds the earlier
+    the key projection sees it less the listed heads' output: :func:`.path_ablation.path_ablation`
+    with ``reads="K"`` and ``method="zero"``. If layer 1 finds the earlier
     copy by K-composition with those heads, this alone breaks the copy. With no head listed,
     these are the logits of :meth:`~mhattn.learn.model.InductionModel.forward`.
 
@@ -60,31 +59,7 @@ def forward_without_key_path(model, tokens, heads):
     >>> bool(np.allclose(forward_without_key_path(model, tokens, []), model(tokens)[0]))
     True
     """
-    seq_len = tokens.shape[-1]
-    mask = causal_mask(seq_len)  # (seq_len, seq_len)
-    h0 = model.embed[tokens] + model.pos[:seq_len]  # (batch, seq_len, d_model)
-    kept = model.ablated_layers([(0, h) for h in heads])[0]
-    without = h0 + kept(h0, mask)[0]  # the stream less the listed heads' output
-    h1 = h0 + model.layers[0](h0, mask)[0]  # the whole stream
-    layer = model.layers[1]
-    Q, _, V = _project(layer, h1)  # (batch, num_heads, seq_len, d_k): queries and values read everything
-    _, K, _ = _project(layer, without)  # the keys read the stream less the listed heads
-    K, V = repeat_kv(K, V, layer.num_heads // K.shape[1])  # (batch, num_heads, seq_len, d_k) each
-    out = combine_heads(scaled_dot_product_attention(Q, K, V, mask)[0]) @ layer.W_o.astype(h1.dtype, copy=False)
-    return (h1 + out) @ model.unembed  # (batch, seq_len, vocab)
-
-
-def _project(layer, x):
-    """Queries, keys and values of every head of ``layer`` for the stream ``x``, as its own forward makes them.
-
-    The layer's own projection, rotation (RoPE) included: ``(batch, heads, seq_len, d_k)`` each.
-    """
-    rope = getattr(layer, "rope", False)  # RotaryMultiHeadAttention, or GroupedQueryAttention(rope=...)
-    positions = np.arange(x.shape[1]) if rope else None  # (seq_len,): as the layer's forward numbers the tokens
-    num_kv_heads = getattr(layer, "num_kv_heads", layer.num_heads)
-    return project_qkv(x, layer.W_qkv.astype(x.dtype, copy=False), layer.num_heads, num_kv_heads, positions=positions,
-                       rope_base=getattr(layer, "rope_base", 10000.0),
-                       rope_pairing=getattr(layer, "rope_pairing", None) or "half")
+    return path_ablation(model, tokens, heads, reads="K", method="zero")
 
 
 def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0):
@@ -112,6 +87,34 @@ def offset_accuracy(model, lengths=range(4, 13), *, per_cell=256, seed=11, gap=0
             n_, o_, g_ = (np.full(per_cell, v) for v in (n, o, gap))
             tokens = layout(rng, n_, o_, g_, vocab=model.vocab, max_len=model.max_len)
             table[i, o] = accuracy(model.forward(tokens)[0], tokens, n_, o_, g_)
+    return table
+
+
+def offset_gap_accuracy(model, n, *, per_cell=128, seed=11):
+    """Accuracy on the second copy of a block of ``n``, for every offset and gap that fit: ``(offsets, gaps)``.
+
+    Cell ``[o, g]``: ``per_cell`` fresh sequences (:func:`mhattn.learn.task.layout`) with the
+    first copy at ``o`` and the second at ``o + n + g``; offsets and gaps run from 0 to
+    ``max_len - 2 n``, and a cell with ``o + g > max_len - 2 n`` (no room) is NaN.
+
+    Examples
+    --------
+    >>> from mhattn.learn import load_trained
+    >>> table = offset_gap_accuracy(load_trained(), 14, per_cell=4)
+    >>> table.shape, bool(np.isnan(table[4, 1])), bool(np.isnan(table[4, 0]))
+    ((5, 5), True, False)
+    """
+    rng = np.random.default_rng(seed)
+    room = model.max_len - 2 * n
+    table = np.full((room + 1, room + 1), np.nan)
+    for o in range(room + 1):
+        gaps = np.repeat(np.arange(room + 1 - o), per_cell)  # (cells * per_cell,): one row of the table at once
+        n_, o_ = np.full(len(gaps), n), np.full(len(gaps), o)
+        tokens = layout(rng, n_, o_, gaps, vocab=model.vocab, max_len=model.max_len)
+        logits = model.forward(tokens)[0]  # (cells * per_cell, max_len, vocab)
+        for g in range(room + 1 - o):
+            rows = gaps == g
+            table[o, g] = accuracy(logits[rows], tokens[rows], n_[rows], o_[rows], gaps[rows])
     return table
 
 

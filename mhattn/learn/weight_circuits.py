@@ -11,7 +11,8 @@ rows of ``W_o`` (:func:`head_weights`; row-vector convention, ``x @ W``):
   optionally with the keys read through an earlier head's OV circuit;
 - :func:`composition_score` :math:`\|AB\|_F / (\|A\|_F \|B\|_F)`, and per pair of heads
   :func:`composition_scores` (Q-, K- and V-composition) and :func:`k_composition_scores`;
-  :func:`composition_baseline` says what a score is worth when nothing was learned.
+  :func:`composition_baseline` says what a score is worth when nothing was learned, and
+  :func:`composition_ceiling` (per pair, :func:`composition_ceilings`) how high it can go.
 
 Notebook 09 teaches them. A head that writes nothing (a zero OV circuit) copies nothing and
 composes with nothing: its scores here are NaN. References: Elhage et al. (2021), *A
@@ -151,13 +152,54 @@ def composition_scores(model, kind, layer0=0, layer1=1):
     >>> table.shape, bool(((table > 0) & (table <= 1)).all())
     ((2, 2), True)
     """
+    return _pair_table(model, kind, layer0, layer1, composition_score)
+
+
+def composition_ceiling(left, right):
+    r"""The largest :func:`composition_score` that matrices with the singular values of ``left`` and ``right`` reach.
+
+    With :math:`a_i` and :math:`b_i` the singular values of ``left`` and ``right`` in
+    decreasing order, :math:`\|AB\|_F^2 \le \sum_i a_i^2 b_i^2` (von Neumann's trace
+    inequality), with equality when the directions that ``left`` writes most are those that
+    ``right`` reads most. So the score of these two matrices can reach at most
+    :math:`\sqrt{\sum_i a_i^2 b_i^2} / (\|a\| \|b\|)`: the top of its scale. A reader
+    of exactly the ``r`` directions that a rank-``r`` map writes, each equally, scores
+    :math:`1/\sqrt{r}` (0.25 for ``r = 16``).
+
+    Examples
+    --------
+    >>> composition_ceiling(np.eye(4), np.eye(4))  # reached: composition_score gives the same
+    0.5
+    >>> round(composition_ceiling(np.diag([3.0, 1, 0, 0]), np.diag([1.0, 1, 1, 1])), 3)  # rank 2 into all of it
+    0.5
+    """
+    a, b = np.linalg.svd(left, compute_uv=False), np.linalg.svd(right, compute_uv=False)  # decreasing
+    k = min(len(a), len(b))
+    return float(np.sqrt(np.sum(a[:k] ** 2 * b[:k] ** 2)) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def composition_ceilings(model, kind, layer0=0, layer1=1):
+    """:func:`composition_ceiling` for every pair of :func:`composition_scores`: ``(num_heads, num_heads)``.
+
+    Examples
+    --------
+    >>> from mhattn.learn.model import InductionModel
+    >>> model = InductionModel(2, vocab=6, max_len=8, d_model=8, num_heads=2, seed=0)
+    >>> bool((composition_ceilings(model, "K") >= composition_scores(model, "K")).all())
+    True
+    """
+    return _pair_table(model, kind, layer0, layer1, composition_ceiling)
+
+
+def _pair_table(model, kind, layer0, layer1, score):
+    """``score(W_OV of head h0 of layer0, the matrix of head h1 of layer1 that reads kind)`` per pair of heads."""
     table = np.zeros((model.num_heads, model.num_heads))
     for h0 in range(model.num_heads):
         _, _, W_v0, W_o0 = head_weights(model, layer0, h0)
         for h1 in range(model.num_heads):
             W_q, W_k, W_v, W_o = head_weights(model, layer1, h1)
             reader = {"K": W_k @ W_q.T, "Q": W_q @ W_k.T, "V": W_v @ W_o}[kind]  # (d_model, d_model)
-            table[h0, h1] = composition_score(W_v0 @ W_o0, reader)
+            table[h0, h1] = score(W_v0 @ W_o0, reader)
     return table
 
 

@@ -1,6 +1,7 @@
 """The pictures: the chapter's plots, the PCA view of where tokens move, figure files, shown code.
 
 - :mod:`.plots` -- heatmaps and the chapter's figures (matplotlib, from the ``chapter`` extra);
+- :mod:`.circuit_diagram` -- the induction circuit, drawn (matplotlib too);
 - :mod:`.embedding_shift` -- inputs and outputs in one PCA plane (NumPy only);
 - :mod:`.figures` -- saving a figure into ``figures/`` when the notebooks are refreshed;
 - :mod:`.source` -- :func:`show_source`, the package's own code inside a notebook;
@@ -13,6 +14,7 @@ use the teaching path and the engine; the explorer uses them.
 """
 
 from ..checks import pictures as checks
+from ..checks.circuits_diagram import induction_circuit_args
 from ..checks.door import door
 from . import embedding_shift, exercises, figures, source
 from .exercises import NotYet
@@ -25,6 +27,7 @@ __all__ = [
     "plot_attention",
     "plot_embedding_shift",
     "plot_heads",
+    "plot_induction_circuit",
     "save_figure",
     "show_source",
 ]
@@ -37,6 +40,7 @@ show_source = door(source.show_source, checks.show_source_args, results_finite=F
 
 _PLOTS = {"plot_attention": checks.plot_attention_args, "plot_heads": checks.plot_heads_args,
           "plot_embedding_shift": checks.plot_embedding_shift_args}
+_DIAGRAMS = {"plot_induction_circuit": induction_circuit_args}
 
 
 def __getattr__(name):  # the plots need matplotlib: import it only when one is asked for
@@ -45,5 +49,11 @@ def __getattr__(name):  # the plots need matplotlib: import it only when one is 
 
         globals().update({plot: door(getattr(plots, plot), check, results_finite=False)
                           for plot, check in _PLOTS.items()})
+        return globals()[name]
+    if name in _DIAGRAMS:
+        from . import circuit_diagram
+
+        globals().update({diagram: door(getattr(circuit_diagram, diagram), check, results_finite=False)
+                          for diagram, check in _DIAGRAMS.items()})
         return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,12 +1,13 @@
 """The measures of the circuits and the experiment of several_heads refuse what they cannot measure.
 
 The circuits' measures are plain functions in their modules (:mod:`mhattn.learn.attention_patterns`,
-``weight_circuits``, ``in_context``, ``experiments``); the package shows each behind a door,
+``weight_circuits``, ``in_context``, ``experiments``, ``path_ablation``); the package shows each behind a door,
 ``door(plain, check)``, and these tests call the doors (``DOORS``). Every refusal names the argument;
 every number that is returned is compared with its definition, computed here with NumPy from the
 model's weights.
 """
 
+import importlib
 import inspect
 from types import SimpleNamespace
 
@@ -24,12 +25,14 @@ DOORS = {name: getattr(mhattn.learn, name) for name in [
     "previous_token_score", "segments", "prefix_matching_score", "repeated_random_tokens", "offset_repeats",
     "previous_token_profile", "prefix_matching_by_offset", "head_weights", "ov_circuit", "qk_circuit",
     "copying_score", "composition_score", "composition_scores", "k_composition_scores",
-    "composition_baseline", "token_losses", "in_context_learning_score", "icl_tokens", "mid_context_token",
+    "composition_baseline", "composition_ceiling", "composition_ceilings", "token_losses",
+    "in_context_learning_score", "icl_tokens", "mid_context_token",
     "induction_loss", "loss_report", "forward_without_key_path", "offset_accuracy", "gap_accuracy", "measure",
-    "claims",
+    "claims", "offset_gap_accuracy", "path_ablation",
 ]}
 learn = SimpleNamespace(**DOORS)
-MODULES = (attention_patterns, weight_circuits, in_context, experiments)
+path_ablation = importlib.import_module("mhattn.learn.path_ablation")  # the package shows its door by that name
+MODULES = (attention_patterns, weight_circuits, in_context, experiments, path_ablation)
 
 
 def test_every_public_function_of_the_measures_has_a_door():

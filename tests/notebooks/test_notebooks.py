@@ -968,6 +968,15 @@ EXERCISES = EXERCISES_01_03 + [
         "09_induction_heads",
         "check_exercise_3",
         lambda ns: (ns["prediction_3"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
+    ),    (
+        "09_induction_heads",
+        "check_exercise_1",
+        lambda ns: (ns["prediction_1"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
+    ),
+    (
+        "09_induction_heads",
+        "check_exercise_2",
+        lambda ns: (ns["prediction_2"], "between 0.5 and 0.95", ["above 0.95", "below 0.5"]),
     ),
 ]
 
