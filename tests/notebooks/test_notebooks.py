@@ -1240,17 +1240,7 @@ def book_build():
     return module
 
 
-#: notebooks still being cut to one sitting
-LONG_READS = {"09_induction_heads"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(reason="over 40 minutes")) if name in LONG_READS else name
-        for name in NAMES
-    ],
-)
+@pytest.mark.parametrize("name", NAMES)
 def test_each_notebook_reads_in_at_most_40_minutes_by_the_books_estimate(name):
     notebook = json.loads((NOTEBOOKS / f"{name}.ipynb").read_text(encoding="utf-8"))
     assert book_build().reading_minutes(notebook) <= 40
