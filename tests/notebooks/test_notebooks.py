@@ -966,10 +966,6 @@ EXERCISES = EXERCISES_01_03 + [
     ),
     (
         "09_induction_heads",
-        "check_exercise_3",
-        lambda ns: (ns["prediction_3"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
-    ),    (
-        "09_induction_heads",
         "check_exercise_1",
         lambda ns: (ns["prediction_1"], "between 0.4 and 0.9", ["above 0.9", "below 0.4"]),
     ),
