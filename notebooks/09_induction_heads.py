@@ -114,10 +114,10 @@ plt.show()
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** The induction circuit in this model. Grey lines: the residual stream at
-# three positions, `a` at $j - 1$, `b` at $j$, `a` again at a later $t$. Orange: layer
-# 0's previous-token head moves `a` into the stream at $j$. Blue: the keys of layer 1's
-# induction heads at $j$ read it (K-composition); the query at $t$, token `a`, matches
-# that key; the heads' OV circuit copies `b` from $j$ into the logits at $t$. The head
+# three positions, `a` at *j* − 1, `b` at *j*, `a` again at a later *t*. Orange: layer
+# 0's previous-token head moves `a` into the stream at *j*. Blue: the keys of layer 1's
+# induction heads at *j* read it (K-composition); the query at *t*, token `a`, matches
+# that key; the heads' OV circuit copies `b` from *j* into the logits at *t*. The head
 # numbers come from the measurements below.
 #
 # <!-- alt: A diagram of three vertical grey lines, the residual stream at positions j -
