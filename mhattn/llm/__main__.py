@@ -7,7 +7,7 @@ again reads the cache and prints the same lines.
 
 import argparse
 
-from . import load_smollm2
+from .load import load_smollm2
 from .fetch import cache_folder
 
 
