@@ -7,8 +7,8 @@ again reads the cache and prints the same lines.
 
 import argparse
 
-from .load import load_smollm2
 from .fetch import cache_folder
+from .load import load_smollm2
 
 
 def main(argv=None):
