@@ -279,7 +279,7 @@ SHORT_OF_THE_BAR = {23}
 @pytest.mark.parametrize(
     "seed",
     [
-        pytest.param(seed, marks=pytest.mark.xfail(reason="worst cell 0.82 < 0.85 (length 4, offset 0)", strict=True))
+        pytest.param(seed, marks=pytest.mark.xfail(reason="worst cell 0.82 < 0.85 (length 4, offset 0)", strict=False))
         if seed in SHORT_OF_THE_BAR else seed
         for seed in UNSEEN_SEEDS
     ],
