@@ -71,14 +71,17 @@ echo "+ installed in $((SECONDS - start)) s"
 NOTEBOOKS=${NOTEBOOKS:-"notebooks/01_softmax.ipynb notebooks/05_embedding_shift.ipynb notebooks/explore.ipynb"}
 tests_start=$SECONDS
 tests_status=0
-# A test marked `retrains` checks a claim of the chapter on a fresh training run, not a
-# dependency: the main job runs it.
+# A test marked `retrains` checks a claim of the chapter on a fresh training run, and the
+# notebooks' claim tests (tests/notebooks/test_claims_*.py) recompute the numbers the prose
+# quotes with the package's own functions, which the package's tests here already call: both
+# check what the chapter says, not a dependency, and run in the main job.
 # On every core, as the README's command (each worker with one BLAS thread, as set for this job).
 # shellcheck disable=SC2086 # one argument per notebook
 env -u CI "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n auto --dist loadfile \
   -m "not retrains and not runs_notebook" tests $NOTEBOOKS \
   --ignore=tests/explorer/test_voila.py --ignore=tests/book/test_book.py --ignore=tests/notebooks/test_binder.py \
-  --ignore=tests/book/test_book_explorer.py --ignore=tests/book/test_book_live_figures.py || tests_status=$?
+  --ignore=tests/book/test_book_explorer.py --ignore=tests/book/test_book_live_figures.py \
+  --ignore-glob='tests/notebooks/test_claims_*.py' || tests_status=$?
 echo "+ tests and notebooks took $((SECONDS - tests_start)) s"
 
 # Nothing the tests ran may change a tracked file (figures are written only by refresh.sh).

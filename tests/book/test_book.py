@@ -23,9 +23,10 @@ page by page in Chromium through Playwright, as a reader sees it at 1280x900 and
   cue that says so never covers any part of a figure.
 
 The search page shows snippets with the math as text, not raw TeX. Every internal link of
-every page resolves (file and anchor). A screenshot of each page is saved in ``build/book-screenshots/``
-(CI keeps them as an artefact): the whole page at 1280 px (JPEG) and the phone's first
-screen (PNG).
+every page resolves (file and anchor). Set ``MHATTN_SCREENSHOTS=/some/folder`` to keep a
+screenshot of each page there, to look at: the whole page at 1280 px (JPEG) and the phone's
+first screen (PNG). They are drawn only then: the whole-page picture of a long page costs
+seconds of Chromium's time, and no check reads it.
 
 Each checker also runs against a deliberately broken copy of the site (an image removed, a
 broken link, raw and untypeset math, a console error, a solution's output moved out of its fold, figures
@@ -50,7 +51,6 @@ from browser_path import chromium_path
 from serving import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOTS = ROOT / "build" / "book-screenshots"
 CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -523,8 +523,12 @@ def check_search(browser, url, query):
 # ---------------------------------------------------------------- the site as built
 
 def screenshot_paths(name):
+    """Where to keep the page's two screenshots: none unless ``MHATTN_SCREENSHOTS`` names a folder."""
+    folder = os.environ.get("MHATTN_SCREENSHOTS")
+    if not folder:
+        return []
     stem = name.replace("/", "__").replace(".html", "")
-    return [SCREENSHOTS / f"{stem}.jpg", SCREENSHOTS / f"{stem}-phone.png"]
+    return [Path(folder) / f"{stem}.jpg", Path(folder) / f"{stem}-phone.png"]
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -2,9 +2,12 @@
 
 The model's targets are checked for the shipped checkpoint and for a model retrained here with a
 seed that nothing else uses, both measured on fresh sequences (seeds that training never drew).
-The retrain runs the default recipe of ``python -m mhattn.train`` (minutes of one core), so it is
-marked ``retrains``.
+The default recipe's generalisation is checked on three such seeds, the first of them that same
+retrain. Each retrain runs the default recipe of ``python -m mhattn.train`` (minutes of one
+core), once per seed for the whole file, so those tests are marked ``retrains``.
 """
+
+import functools
 
 import numpy as np
 import pytest
@@ -29,7 +32,9 @@ from mhattn.learn.shipped import load_shortcut, load_trained
 from mhattn.learn.task import accuracy, determined_positions, induction_batch, repeated_positions
 from mhattn.learn.train import EVAL_EVERY, PROBE_EVERY, train
 
-RETRAIN_SEED = 11  #: used by no other test or checkpoint
+#: seeds no checkpoint and no other test trains with; the first is also the retrain whose heads are
+#: checked against the targets
+UNSEEN_SEEDS = (11, 22, 23)
 RETRAIN_EVAL_EVERY = 100  # the history's spacing in the retrain (the same weights at any spacing)
 MIN_LEN, MAX_LEN = 4, 32
 
@@ -40,9 +45,15 @@ def shipped():
     return model, measure(model, num_sequences=1024, seed=2024)
 
 
+@functools.cache
+def retrain(seed):
+    """The default recipe on ``seed``, trained once for every test of this file that asks for it."""
+    return train(2, seed=seed, eval_every=RETRAIN_EVAL_EVERY, probe_every=RETRAIN_EVAL_EVERY)
+
+
 @pytest.fixture(scope="module")
 def retrained():
-    model = train(2, seed=RETRAIN_SEED, eval_every=RETRAIN_EVAL_EVERY, probe_every=RETRAIN_EVAL_EVERY)
+    model = retrain(UNSEEN_SEEDS[0])
     return model, measure(model, num_sequences=1024, seed=77)
 
 
@@ -219,6 +230,38 @@ def test_the_history_records_both_losses_and_the_phase_change(trained, request):
     probe_step = history["probe_step"]
     first, last = probe_step <= 100, probe_step > probe_step[-1] - 100  # steps 1-100 and the last 100
     assert history["induction_loss"][last].mean() < 0.5 < history["induction_loss"][first].mean()
+
+
+# --- the default recipe, on seeds it never trained with ---------------------------------------
+
+
+#: where the default recipe falls short of the bar today: seed 23's worst cell (length 4 at
+#: offset 0) is 0.82
+SHORT_OF_THE_BAR = {23}
+
+
+@pytest.mark.retrains
+@pytest.mark.parametrize(
+    "seed",
+    [
+        pytest.param(seed, marks=pytest.mark.xfail(reason="worst cell 0.82 < 0.85 (length 4, offset 0)", strict=False))
+        if seed in SHORT_OF_THE_BAR else seed
+        for seed in UNSEEN_SEEDS
+    ],
+)
+def test_the_default_recipe_generalises_on_unseen_seeds(seed):
+    """The default recipe, on a fresh seed, copies at every offset of lengths 4-12 and across gaps.
+
+    Measured on fresh sequences (seeds training never drew): the mean over every (length,
+    offset) cell at least 0.95, the worst cell at least 0.85 (256 sequences a cell: a binomial
+    standard deviation below 0.025 at 0.9), and every gap from 2 to 8 at least 0.95.
+    """
+    model = retrain(seed)
+    table = offset_accuracy(model, range(4, 13), per_cell=256, seed=101)
+    assert np.nanmean(table) >= 0.95
+    assert np.nanmin(table) >= 0.85, np.unravel_index(np.nanargmin(table), table.shape)
+    gaps = gap_accuracy(model, range(2, 9), num_sequences=1024, seed=102)
+    assert min(gaps.values()) >= 0.95, gaps
 
 
 # --- building blocks, against independent computations -------------------------------------------
