@@ -39,9 +39,9 @@ from .engine import FastMultiHeadAttention, KVCache, blockwise_attention, flash_
 
 # The doors of the teaching path's functions: each checks its arguments, then runs the plain
 # function of the same name in mhattn.core (what the notebooks show).
-softmax = door(_softmax.softmax, _layer_checks.softmax_args)
-scaled_dot_product_attention = door(_attention.scaled_dot_product_attention, _layer_checks.attention_args,
-                                    moved=_layer_checks.ATTENTION_MOVED)
+softmax = door(_softmax.softmax, _layer_checks.softmax_args, results_finite=False)  # weights in [0, 1]
+scaled_dot_product_attention = door(_attention.scaled_dot_product_attention, _layer_checks.attention_door_args,
+                                    results_finite=False, moved=_layer_checks.ATTENTION_MOVED)  # checked as it says
 causal_mask = door(_masks.causal_mask, _layer_checks.causal_mask_args, results_finite=False)
 padding_mask = door(_masks.padding_mask, _layer_checks.padding_mask_args, results_finite=False)
 split_heads = door(_heads.split_heads, _layer_checks.split_heads_args, results_finite=False)

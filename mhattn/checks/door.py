@@ -142,6 +142,15 @@ def _quietly(function, arguments, name, result_dtype, results_finite):
     return _finish(name, result, result_dtype, results_finite)
 
 
+@np.errstate(all="ignore")  # a cast to float16 that overflows is reported, not warned of
+def finish(name, result, *, result_dtype=None):
+    """The door's check of a result, for a check of arguments that hands it back as its ``after``.
+
+    Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``.
+    """
+    return _finish(name, result, result_dtype, True)
+
+
 def _finish(name, result, result_dtype, results_finite):
     """Raise if an array in ``result`` is not finite; cast arrays to ``result_dtype``.
 

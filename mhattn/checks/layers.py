@@ -1,9 +1,11 @@
 """The arguments of the teaching path's functions: softmax, attention, the head split."""
 
+import functools
 import math
 
 import numpy as np
 
+from .door import finish
 from .values import (
     axis_index,
     compute_dtype,
@@ -20,8 +22,21 @@ from .values import (
 # --- the teaching functions' arguments ------------------------------------------------------
 
 
+FLOAT64, FLOAT32, BOOL = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.bool_)  # NumPy's own instances
+HALF_MAX = {FLOAT64: float(np.finfo(np.float64).max) / 2, FLOAT32: float(np.finfo(np.float32).max) / 2}
+
+
 def softmax_args(x, axis):
-    """Arguments of :func:`mhattn.softmax`."""
+    """Arguments of :func:`mhattn.softmax`.
+
+    Its result needs no check after: with no NaN and no ``+inf`` in ``x``, every weight lies
+    in [0, 1]. The common call (a float64 or float32 array, an axis in range) is recognised
+    from its type and shape, and its values are read in one pass: the maximum is NaN if any
+    entry is, and ``+inf`` if any entry is.
+    """
+    if (type(x) is np.ndarray and (x.dtype is FLOAT64 or x.dtype is FLOAT32) and x.size and type(axis) is int
+            and -x.ndim <= axis < x.ndim and x.max() < math.inf):
+        return {"x": x, "axis": axis}, None
     x = real_array("x", x)
     if x.ndim == 0:
         raise ValueError(f"x must have at least one axis (the scores to normalise); got a scalar {x}. Try [x]")
@@ -55,6 +70,36 @@ def attention_args(Q, K, V, mask, *, caller="scaled_dot_product_attention"):
     arrays = {name: a.astype(dtype, copy=False) for name, a in (("Q", Q), ("K", K), ("V", V))}
     scores_fit(caller, arrays["Q"], arrays["K"], mask)
     return arrays | {"mask": mask}, result_dtype
+
+
+def attention_door_args(Q, K, V, mask):
+    """Arguments of :func:`mhattn.scaled_dot_product_attention`, and how its result is checked.
+
+    The common call (``Q``, ``K``, ``V`` float64 or float32 arrays of one dtype with the same
+    leading axes, no mask or a boolean ``(seq_q, seq_k)`` one) is recognised from types and
+    shapes, and its values are read in three passes, one sum of squares each. Finite sums say
+    every entry is finite, and they bound what the body computes: no score can exceed
+    ``|Q| |K|`` (Cauchy-Schwarz, with ``|.|`` the square root of the sum of squares), and no
+    output can exceed ``|V|`` (each is a weighted mean of values). When both bounds lie below
+    half the dtype's largest number, nothing can overflow, and the result needs no check.
+    Any other call gets every check of :func:`attention_args`, and its result is checked after.
+    """
+    if type(Q) is np.ndarray and type(K) is np.ndarray and type(V) is np.ndarray:
+        dtype, q_shape, k_shape = Q.dtype, Q.shape, K.shape
+        if (
+            (dtype is FLOAT64 or dtype is FLOAT32) and K.dtype is dtype and V.dtype is dtype
+            and len(q_shape) >= 2 and Q.size and K.size and len(k_shape) == len(q_shape) == V.ndim
+            and k_shape[:-2] == q_shape[:-2] == V.shape[:-2] and k_shape[-1] == q_shape[-1]
+            and V.shape[-2] == k_shape[-2]
+            and (mask is None or type(mask) is np.ndarray and mask.dtype is BOOL and mask.shape == (q_shape[-2],
+                                                                                                     k_shape[-2]))
+        ):
+            limit = HALF_MAX[dtype]
+            q_norm, k_norm, v_norm = (math.sqrt(float(np.vdot(a, a))) for a in (Q, K, V))  # NaN or inf: not below
+            if q_norm * k_norm < limit and v_norm < limit:
+                return {"Q": Q, "K": K, "V": V, "mask": mask}, None, None, None
+    arguments, result_dtype = attention_args(Q, K, V, mask)
+    return arguments, None, None, functools.partial(finish, "scaled_dot_product_attention", result_dtype=result_dtype)
 
 
 def attention_with_dropout_args(Q, K, V, mask, dropout_p, rng):

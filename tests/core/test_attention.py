@@ -168,6 +168,28 @@ def test_huge_scores_and_a_fully_masked_row_together():
     np.testing.assert_array_equal(weights[0, 2], [0.0, 0.0, 1.0])  # the largest score, q.k = +1e12, wins outright
 
 
+@pytest.mark.parametrize("name", ["Q", "K", "V"])
+def test_a_value_that_is_not_finite_is_refused_even_where_the_mask_hides_it(name):
+    """The door reads every value, the key that no query may see included."""
+    Q, K, V = (np.random.default_rng(3).standard_normal((1, 2, 4, 8)) for _ in range(3))
+    mask = np.ones((4, 4), bool)
+    mask[:, -1] = False  # no query sees key 3
+    {"Q": Q, "K": K, "V": V}[name][0, 1, -1, 2] = np.nan  # query 3 of head 1 sees keys 0-2 only
+    with raises(ValueError, f"{name} must be finite; found nan at index (0, 1, 3, 2)"):
+        scaled_dot_product_attention(Q, K, V, mask)
+
+
+def test_a_call_whose_sums_of_squares_vouch_for_nothing_is_checked_in_full_and_computed_as_usual():
+    """float32 queries of 1e19: their sum of squares overflows, the scores (q.k / 8 = 8) do not."""
+    Q = np.full((1, 4, 64), 1e19, np.float32)
+    K, V = np.full((1, 4, 64), 1e-19, np.float32), np.arange(8, dtype=np.float32).reshape(1, 4, 2)
+    output, weights = scaled_dot_product_attention(Q, K, V, causal_mask(4))
+    plain_output, plain_weights = scaled_dot_product_attention.__wrapped__(Q, K, V, causal_mask(4))
+    np.testing.assert_array_equal(output, plain_output)
+    np.testing.assert_array_equal(weights, plain_weights)
+    assert output.dtype == np.float32 and np.isfinite(output).all()
+
+
 @pytest.mark.parametrize("call", ["attention", "module"])
 def test_scores_overflowing_to_minus_infinity_raise_instead_of_looking_masked(call):
     """q.k = -8e40: every allowed score is -inf in float32, which looked like a fully masked row (zeros)."""
