@@ -149,9 +149,9 @@ with np.errstate(over="ignore", invalid="ignore"):  # we *want* to see the bad r
 #
 # Here is the package's `softmax` (its documentation is one `softmax?` away). The body
 # is the formula above, one line per step, with the shape of the result in a comment.
-# The first line above the `def`, `@checked(softmax_args)`, checks the argument before
-# the body runs (a list becomes an array, `nan` is refused with a clear message, float16
-# is computed in float32), so that the body itself holds nothing but the idea.
+# The `mhattn.softmax` you call checks the argument before this body runs (a list
+# becomes an array, `nan` is refused with a clear message, float16 is computed in
+# float32), so that the body itself holds nothing but the idea.
 #
 # Two details go beyond the formula. `initial=-np.inf` gives an empty slice a maximum
 # instead of an error. And the two `np.where` lines handle a slice that is entirely

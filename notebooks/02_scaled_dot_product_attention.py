@@ -117,11 +117,12 @@ print("output (one row per query):\n", output)
 #
 # ## The code
 #
-# Here is the package's function. The line above the `def`, `@checked(attention_args)`,
-# checks the arguments before the body runs (shapes that fit together, finite numbers, a
-# boolean mask of a shape that fits the scores) and reports a mistake by the argument's
-# name. The body is the formula, one line per step, each with the shape it makes (the
-# documentation, with every argument, is one `scaled_dot_product_attention?` away):
+# Here is the package's function. The `mhattn.scaled_dot_product_attention` you
+# call checks the arguments before this body runs (shapes that fit together, finite
+# numbers, a boolean mask of a shape that fits the scores) and reports a mistake by the
+# argument's name. The body is the formula, one line per step, each with the shape it
+# makes (the documentation, with every argument, is one `scaled_dot_product_attention?`
+# away):
 
 # %%
 show_source(scaled_dot_product_attention)
