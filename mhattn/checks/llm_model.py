@@ -13,7 +13,7 @@ from .model import ablate as check_ablate
 from .module import head_counts
 from .optional import require
 from .positions import count, rope_base_value
-from .values import finite, flag, positive_int, real_number
+from .values import finite, flag, plain_array, positive_int, real_number
 from .values import seed as check_seed
 
 MAX_WEIGHTS_BYTES = 2**31  #: the most that ``need_weights=True`` may return (every block's and head's weights)
@@ -105,12 +105,7 @@ def token_ids(name, value, vocab, ndims=(1, 2)):
     """``value`` as an int array of ``ndims`` axes, at least one token, every id in ``[0, vocab)``."""
     layouts = " or ".join({1: "(seq,)", 2: "(batch, seq)"}[n] for n in ndims)
     expected = f"integer token ids in [0, {vocab}) of shape {layouts}"
-    if isinstance(value, np.ma.MaskedArray):
-        raise TypeError(f"{name} must be {expected} in a plain ndarray, not a masked array (its mask would be lost)")
-    try:
-        array = np.asarray(value)
-    except ValueError:
-        raise ValueError(f"{name} must be {expected}; got a ragged nested sequence") from None
+    array = plain_array(name, value, expected)
     if array.dtype.kind not in "iu":
         raise TypeError(f"{name} must be {expected}; got dtype {array.dtype}")
     if array.ndim not in ndims or array.size == 0:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .checkpoint import MAX_PARAMETER_BYTES, expected_shapes
 from .module import head_counts
-from .values import finite, flag, integer, positive_int
+from .values import finite, flag, integer, plain_array, positive_int
 from .values import seed as check_seed
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"  #: the letters a..z are token ids 0..25
@@ -22,13 +22,8 @@ LETTERS = "abcdefghijklmnopqrstuvwxyz"  #: the letters a..z are token ids 0..25
 def tokens(value, vocab, max_len, name="tokens"):
     """``value`` as an int array of shape ``(seq_len,)`` or ``(batch, seq_len)``, or a clear error naming ``name``."""
     expected = f"integer ids in [0, {vocab}), shape (seq_len,) or (batch, seq_len), 1 <= seq_len <= max_len = {max_len}"
-    if isinstance(value, np.ma.MaskedArray):
-        raise TypeError(f"{name} must be {expected} in a plain ndarray, not a masked array (its mask would be lost)")
-    try:
-        array = np.asarray(value)
-    except ValueError:
-        raise ValueError(f"{name} must be {expected}; got a ragged nested sequence (rows of different lengths): "
-                         "pad them to one length, or pass one sequence at a time") from None
+    array = plain_array(name, value, expected, " (rows of different lengths): pad them to one length, or pass "
+                        "one sequence at a time")
     if array.ndim not in (1, 2):
         raise ValueError(f"{name} must be {expected}; got shape {array.shape}")
     if array.shape[-1] == 0 or array.shape[-1] > max_len:

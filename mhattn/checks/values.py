@@ -86,6 +86,16 @@ def number_array(name, value):
     return array
 
 
+def plain_array(name, value, expected, ragged_hint=""):
+    """``value`` as an ndarray, as given; a masked array or a ragged nested list is refused as not ``expected``."""
+    if isinstance(value, np.ma.MaskedArray):
+        raise TypeError(f"{name} must be {expected} in a plain ndarray, not a masked array (its mask would be lost)")
+    try:
+        return np.asarray(value)
+    except ValueError:
+        raise ValueError(f"{name} must be {expected}; got a ragged nested sequence{ragged_hint}") from None
+
+
 def real_array(name, value):
     """Return ``value`` as a floating-point ndarray (integers become float64); see :func:`number_array`."""
     array = number_array(name, value)
