@@ -13,7 +13,7 @@ from .model import ablate as check_ablate
 from .module import head_counts
 from .optional import require
 from .positions import count, rope_base_value
-from .values import finite, flag, plain_array, positive_int, real_number
+from .values import finite, flag, float_dtype, plain_array, positive_int, real_number
 from .values import seed as check_seed
 
 MAX_WEIGHTS_BYTES = 2**31  #: the most that ``need_weights=True`` may return (every block's and head's weights)
@@ -169,11 +169,5 @@ def detokenize_args(self, ids):
 def tiny_args(seed, rope, dtype):
     """:func:`mhattn.llm.tiny_llama`: a seed, a pairing, float32 or float64."""
     sizes_rope = config_init_args(None, 1, 2, 1, 1, 1, 1, 10000.0, rope, 1e-5)[0]["rope"]
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise TypeError(f"dtype must be float32 or float64; got {dtype!r}") from None
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype}")
-    return {"seed": check_seed(seed), "rope": sizes_rope, "dtype": dtype}, None
+    return {"seed": check_seed(seed), "rope": sizes_rope, "dtype": float_dtype(dtype)}, None
 
