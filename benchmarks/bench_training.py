@@ -7,9 +7,10 @@
 
 ``--default-recipe`` runs :func:`mhattn.learn.train.train` as ``python -m mhattn.train`` does (4000
 steps, its history and probes, one BLAS thread) and prints the CPU time of the process
-(``resource.getrusage``) and the 1-minute load average before and after: the number behind the
-trainer's ``--help`` (about ``CPU_MINUTES`` minutes of CPU time on one core). On a loaded machine
-the CPU time rises too (caches shared with other work), so read it with the load average.
+(``resource.getrusage``) and the 1-minute load average before and after, beside the shipped
+model's own record (:func:`mhattn.learn.training_record`, what the trainer's ``--help`` and the
+README state). On a loaded machine the CPU time rises too (caches shared with other work), so
+read it with the load average.
 
 A step is: draw a batch (64 sequences of 32 tokens), forward, the mean cross-entropy of every
 next token (the loss of :func:`mhattn.learn.train.loss_and_grads`), backward, Adam. Both sides start
@@ -35,8 +36,9 @@ import numpy as np
 from mhattn.learn.circuits import claims, measure
 from mhattn.learn.model import InductionModel
 from mhattn.learn.optim import Adam
+from mhattn.learn.shipped import training_record
 from mhattn.learn.task import induction_batch
-from mhattn.learn.train import BATCH_SIZE, CPU_MINUTES, LEARNING_RATE, initial_model, keep_freed_memory, train
+from mhattn.learn.train import BATCH_SIZE, LEARNING_RATE, initial_model, keep_freed_memory, train
 from mhattn.learn.training_step import loss_and_grads
 
 
@@ -122,7 +124,7 @@ def default_recipe():
     cpu_after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
     print(f"default recipe (2 layers, seed 0): {cpu:.1f} s of CPU ({time.perf_counter() - start:.1f} s wall); "
-          f"--help says about {CPU_MINUTES * 60:.0f} s; 1-minute load average "
+          f"the shipped model's run recorded {training_record()['cpu_seconds']:.0f} s; 1-minute load average "
           f"{load_before:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} cores")
 
 

@@ -19,13 +19,13 @@ import numpy as np
 
 from .. import checks
 from .circuits import claims, measure
-from .train import BATCH_SIZE, CPU_MINUTES, LEARNING_RATE, STEPS, keep_freed_memory, train
+from .shipped import training_record
+from .train import BATCH_SIZE, LEARNING_RATE, STEPS, keep_freed_memory, train
 
 DESCRIPTION = (
     "Train the chapter's tiny attention-only transformer (mhattn.learn.model.InductionModel) on the "
     "induction task, with the chapter's own backward pass and Adam, and save it as a .npz checkpoint. "
-    f"The default recipe takes about {CPU_MINUTES} minutes of CPU time on one core (measured on a busy "
-    "2-core AMD EPYC; an idle core needs less); the checkpoint records the time its run took."
+    "The checkpoint records the time its run took. {recipe_time}"
 )
 EPILOG = "example: python -m mhattn.train --layers 2 --seed 0 --out induction.npz"
 #: The deepest model the command trains. At initialisation every layer multiplies the residual
@@ -102,9 +102,18 @@ def machine():
     return f"{cpu}, {os.cpu_count()} cores, {platform.system()}"
 
 
+def recipe_time():
+    """The default recipe's time, in words, as the shipped two-layer model's own run recorded it."""
+    record = training_record()
+    return (f"The default recipe took {record['cpu_seconds'] / 60:.1f} minutes of CPU time on one core when it "
+            f"trained the shipped model ({record['cpu_seconds']:.0f} s on {record['machine']}, 1-minute load "
+            f"average up to {record['load_average']:.1f}).")
+
+
 def parser():
     """The argument parser: plain-text help, with every option's default."""
-    cli = argparse.ArgumentParser(prog="python -m mhattn.train", description=DESCRIPTION, epilog=EPILOG)
+    cli = argparse.ArgumentParser(prog="python -m mhattn.train", description=DESCRIPTION.format(
+        recipe_time=recipe_time()), epilog=EPILOG)
     cli.add_argument("--layers", type=_int("layers", _layers), default=2,
                      help=f"attention layers, an int in [1, {MAX_LAYERS}]; a deeper model overflows float32 at its "
                      "first step (default: 2)")

@@ -11,9 +11,9 @@ weight. Everything is seeded: the same seed on the same machine gives the same c
 for bit. The history's probes (:mod:`.training_probes`) only read the model, so how often they
 run changes no weight.
 
-The default recipe (4000 steps of 64 sequences, probes every 50 steps) takes about
-:data:`CPU_MINUTES` minutes of CPU time on one core; a checkpoint written by ``python -m
-mhattn.train`` records the time its own run took (:func:`mhattn.learn.training_record`).
+A checkpoint written by ``python -m mhattn.train`` records the time its own run took; the
+shipped model's record (:func:`mhattn.learn.training_record`) is the default recipe's (4000
+steps of 64 sequences, probes every 50 steps) on one core.
 """
 
 import ctypes
@@ -34,7 +34,6 @@ WARMUP = 100  #: steps over which the step size rises linearly from lr / WARMUP 
 FINAL_LR_FRACTION = 0.1  #: after the warmup, a cosine takes the step size from lr down to this fraction of it
 EVAL_EVERY = 5  #: steps between the history's entries of the batch's loss and accuracy (free: the step computed them)
 PROBE_EVERY = 50  #: steps between the history's probe entries (two forward passes of 256 sequences each)
-CPU_MINUTES = 3.5  #: the default recipe's CPU time on one core of a busy 2-core AMD EPYC (an idle core needs less)
 
 def learning_rate_at(step, steps, lr, warmup=WARMUP, final_fraction=FINAL_LR_FRACTION):
     """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``.

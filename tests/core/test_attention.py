@@ -1,5 +1,7 @@
 """scaled_dot_product_attention against an independent per-query loop, with and without masks."""
 
+import warnings
+
 import numpy as np
 import oracle
 import pytest
@@ -188,6 +190,21 @@ def test_a_call_whose_sums_of_squares_vouch_for_nothing_is_checked_in_full_and_c
     np.testing.assert_array_equal(output, plain_output)
     np.testing.assert_array_equal(weights, plain_weights)
     assert output.dtype == np.float32 and np.isfinite(output).all()
+
+
+@pytest.mark.parametrize("setting", ["ignore", "warn", "raise"])
+def test_weights_that_underflow_to_zero_are_no_error_whatever_numpy_is_told(setting):
+    # Scores 160 apart in float32: exp(-160) underflows to zero. A reader's np.seterr(under=...) is
+    # for their own code; the door runs the body with NumPy's warnings silenced, as always.
+    Q = np.zeros((1, 1, 2, 4), np.float32)
+    Q[..., 0] = 80.0
+    K = np.array([[[[2.0, 0, 0, 0], [-2.0, 0, 0, 0]]]], np.float32)
+    V = np.eye(2, 4, dtype=np.float32)[None, None]
+    with warnings.catch_warnings(), np.errstate(under=setting):
+        warnings.simplefilter("error")
+        output, weights = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_array_equal(weights[0, 0], [[1.0, 0.0], [1.0, 0.0]])
+    np.testing.assert_array_equal(output, V[..., :1, :].repeat(2, axis=-2))
 
 
 @pytest.mark.parametrize("call", ["attention", "module"])

@@ -513,6 +513,18 @@ def test_float32_overflow_message_offers_float64():
         mha(np.full((1, 2, 4), 1e10, dtype=np.float32))
 
 
+@pytest.mark.parametrize(
+    ("what", "x_scale", "qkv_scale", "o_scale"),
+    [("a projection", 1e30, 1e9, 1.0), ("a score", 1e10, 2e9, 1.0), ("the output", 1e10, 1.0, 1e28)],
+)
+def test_a_forward_that_overflows_anywhere_is_refused_never_returned(what, x_scale, qkv_scale, o_scale):
+    # float32, d_model 4: the values are finite, but the product named by `what` passes 3.4e38.
+    mha = MultiHeadAttention(d_model=4, num_heads=2, seed=0)
+    mha.W_qkv, mha.W_o = np.full((4, 12), qkv_scale, np.float32), np.full((4, 4), o_scale, np.float32)
+    with pytest.raises(FloatingPointError, match="overflow"):
+        mha(np.full((1, 3, 4), x_scale, np.float32), causal_mask(3))
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.longdouble])
 def test_module_returns_the_documented_dtype(dtype):
     # forward's docstring: float16 computed in float32 and returned as float16; the others in their own.

@@ -1,15 +1,20 @@
 """``python -m mhattn.train`` on a first run: it trains without its optional helpers (saying what it does instead),
-a short run says how many steps it needs, the help states the time, and a folder that disappears during training
-ends the run with a message, writing nowhere else."""
+a short run says how many steps it needs, the help and the README state the time the shipped model's run recorded,
+and a folder that disappears during training ends the run with a message, writing nowhere else."""
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+import mhattn
 from mhattn.learn import cli
+from mhattn.learn.train import BATCH_SIZE, STEPS
 
 
 @pytest.mark.parametrize(("blocked", "flags", "says"), [
@@ -30,9 +35,29 @@ def test_the_trainer_runs_without_its_optional_helpers_and_says_so(tmp_path, blo
     assert "Traceback" not in result.stderr and (tmp_path / "m.npz").exists()
 
 
-def test_the_help_states_the_default_recipes_time():
+def shipped_record():
+    """The shipped two-layer checkpoint's record, read with NumPy alone (not through the package)."""
+    with np.load(Path(mhattn.__file__).parent / "data" / "induction.npz", allow_pickle=False) as data:
+        keys = ("cpu_seconds", "load_average", "machine", "steps", "batch_size", "seed")
+        return {key: data[key].item() for key in keys}
+
+
+def test_the_help_states_the_time_the_shipped_models_own_run_recorded():
     help_text = " ".join(cli.parser().format_help().split())  # argparse wraps lines
-    assert f"about {cli.CPU_MINUTES} minutes of CPU time on one core" in help_text
+    record = shipped_record()
+    assert (record["steps"], record["batch_size"], record["seed"]) == (STEPS, BATCH_SIZE, 0)  # the default recipe
+    assert f"took {record['cpu_seconds'] / 60:.1f} minutes of CPU time on one core" in help_text
+    assert f"({record['cpu_seconds']:.0f} s on {record['machine']}," in help_text
+
+
+def test_the_readme_states_the_time_the_shipped_models_own_run_recorded():
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    stated = re.search(r"The trainer writes a checkpoint \(about ([\d.]+) minutes of CPU time on one core", readme)
+    assert stated, "the README should say how long the trainer takes"
+    record = shipped_record()
+    assert float(stated.group(1)) == round(record["cpu_seconds"] / 60, 1)
+    assert f"the shipped model's run recorded {record['cpu_seconds']:.0f} s" in readme
+    assert f"whose load average reached {record['load_average']:.1f}" in readme
 
 
 TINY = ["--steps", "2", "--batch-size", "4", "--quiet", "--layers", "1"]
