@@ -12,8 +12,8 @@ for bit. The history's probes (:mod:`.training_probes`) only read the model, so 
 run changes no weight.
 
 A checkpoint written by ``python -m mhattn.train`` records the time its own run took; the
-shipped model's record (:func:`mhattn.learn.training_record`) is the default recipe's (4000
-steps of 64 sequences, probes every 50 steps) on one core.
+shipped model's record (:func:`mhattn.learn.training_record`) says how long the default
+recipe (4000 steps of 64 sequences, probes every 50 steps) took on one core.
 """
 
 import ctypes
@@ -34,6 +34,7 @@ WARMUP = 100  #: steps over which the step size rises linearly from lr / WARMUP 
 FINAL_LR_FRACTION = 0.1  #: after the warmup, a cosine takes the step size from lr down to this fraction of it
 EVAL_EVERY = 5  #: steps between the history's entries of the batch's loss and accuracy (free: the step computed them)
 PROBE_EVERY = 50  #: steps between the history's probe entries (two forward passes of 256 sequences each)
+
 
 def learning_rate_at(step, steps, lr, warmup=WARMUP, final_fraction=FINAL_LR_FRACTION):
     """The step size of step ``step`` (counted from 1): a linear warmup, then a cosine to ``final_fraction * lr``.
