@@ -13,8 +13,13 @@ Options given on the command line win. Without nbval, a notebook that the run co
 skipped with the command that installs it (under ``CI=true`` that is a failure), instead
 of being silently left out.
 
-A test that runs a notebook's code itself (it takes the ``run_notebook`` or ``notebook``
-fixture: the exercise checks, the claims read from a notebook's run) is marked
+After nbval's last cell of a chapter notebook, the same run is read once more, in its own
+kernel (``tests/notebook_kernel.py``): every exercise's check must tell the answer from the
+typical mistakes without giving it away, and the run must have written no file. No notebook
+is executed twice for that.
+
+A test that runs a notebook's code itself (it takes the ``notebook`` fixture: the claims read
+from a notebook's run) is marked
 ``runs_notebook``, so that a job which runs the notebooks elsewhere can leave it out
 (``-m "not runs_notebook"``). The files that take longest (a test marked ``retrains``, then
 the notebooks and the tests that run one) are put first, so that pytest-xdist starts them first.
@@ -44,6 +49,8 @@ else:
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT / "tests"))  # `from helpers import ...` from any test folder
+from notebook_kernel import pytest_make_collect_report, pytest_runtest_setup  # noqa: E402, F401  (hooks)
+
 SANITIZE = ROOT / "notebooks" / "nbval_sanitize.cfg"
 CELL_TIMEOUT = 120  # seconds; nbval's own default is 2000
 NBVAL_DEFAULT_TIMEOUT = 2000
@@ -81,7 +88,7 @@ class _NbvalMissing(pytest.Item):
         return self.path, None, f"{self.path.name}::nbval"
 
 
-RUNS_NOTEBOOK_FIXTURES = {"run_notebook", "notebook"}  # the fixtures that execute a notebook's code
+RUNS_NOTEBOOK_FIXTURES = {"notebook"}  # the fixtures that execute a notebook's code
 
 
 def pytest_collection_modifyitems(config, items):
