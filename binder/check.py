@@ -34,6 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # What repo2docker's base environment asks for (its environment.yml), installed from PyPI.
 BASE_PACKAGES = ["ipywidgets", "jupyter_server", "jupyterlab", "notebook", "ipykernel"]
+# pip compiles every file it installs (all of JupyterLab's, minutes of CPU); the replay installs the
+# same files without that, and the notebooks it runs compile the modules they import.
+NO_COMPILE = ["--no-compile"]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"  # the MIME type of a widget in a stored output
 # The culling settings of the kernel manager that the Jupyter server builds from its configuration.
 CULLING = """
@@ -84,7 +87,7 @@ def main():
     start = step("repo2docker reads the repository (no Docker needed)")
     tools = work / "r2d"
     run([sys.executable, "-m", "venv", tools])
-    run([tools / "bin" / "python", "-m", "pip", "install", "-q", "jupyter-repo2docker"])
+    run([tools / "bin" / "python", "-m", "pip", "install", "-q", *NO_COMPILE, "jupyter-repo2docker"])
     dockerfile = run([tools / "bin" / "jupyter-repo2docker", "--no-build", "--debug", "."], cwd=ROOT)
     text = dockerfile.stdout + dockerfile.stderr
     if f"Building conda environment for python={python_version}" not in text:
@@ -112,8 +115,8 @@ def main():
     reported = run([bin_dir / "python", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]).stdout.strip()
     if reported != python_version:
         fail(f"the replay environment runs Python {reported}, not the pinned {python_version}")
-    run([bin_dir / "python", "-m", "pip", "install", "-q", *base])
-    run([bin_dir / "python", "-m", "pip", "install", "-q", "-r", "binder/requirements.txt"], cwd=ROOT)
+    run([bin_dir / "python", "-m", "pip", "install", "-q", *NO_COMPILE, *base])
+    run([bin_dir / "python", "-m", "pip", "install", "-q", *NO_COMPILE, "-r", "binder/requirements.txt"], cwd=ROOT)
     # A fresh home (Jupyter's configuration, the model's cache), but pip's download cache stays the
     # user's: postBuild's fetch of the model's wheel then reads it from there, as the installs above did.
     pip_cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
