@@ -478,11 +478,11 @@ def test_voila_json_shuts_down_the_kernel_of_a_page_closed_for_two_minutes():
 def test_voila_shuts_down_the_kernel_of_a_page_nobody_has_open(requirements, home, tmp_path):
     """A page view whose browser never connects (or has gone) loses its kernel once idle; the server goes on.
 
-    Voila runs from the repository root, with only the culling's times shortened (8 s idle, checked every
+    Voila runs from the repository root, with only the culling's times shortened (10 s idle, checked every
     second; rendering the page keeps its kernel busy, so it is not culled before the page is served).
     """
     log = tmp_path / "voila.log"
-    with voila_server(home, "--MappingKernelManager.cull_idle_timeout=8",
+    with voila_server(home, "--MappingKernelManager.cull_idle_timeout=10",
                       "--MappingKernelManager.cull_interval=1", log_path=log) as url:
         with urllib.request.urlopen(url, timeout=120) as reply:  # renders the page: one kernel starts
             assert reply.status == 200 and "widget-view" in reply.read().decode()
