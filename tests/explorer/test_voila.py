@@ -10,6 +10,11 @@ Chromium is ``tests/browser_path.py``'s: ``MHATTN_CHROMIUM`` if set, else /usr/b
 Skips with the reason when Chromium, Playwright or Voila is missing -- except under
 ``CI=true``, where a missing piece is a failure: CI installs all three.
 
+The browser tests share one Voila and one Chromium, each page in a browser context of its own.
+A test that changes the explorer gets it as a reader first sees it (a page no test has changed
+yet, or a new load with a new kernel); a check that holds in every state reads the module's
+page of its width as earlier tests left it.
+
 Set ``MHATTN_SCREENSHOTS=/some/folder`` to keep a screenshot of each step.
 """
 
@@ -69,15 +74,16 @@ def free_port():
 
 
 @contextmanager
-def voila_server(home, *options):
+def voila_server(home, *options, log_path=None):
     """Start ``voila notebooks/explore.ipynb`` as a reader does, with ``home`` as HOME; yield its URL.
 
     ``options``: more command-line options (the tests add none but a free port, unless they say so).
+    ``log_path``: where its output goes (default: ``voila.log`` in ``home``).
 
     Raises RuntimeError if it does not answer within a minute; stops it (and its kernels) at the end.
     """
     port = free_port()
-    log_path = Path(home) / "voila.log"
+    log_path = Path(log_path or Path(home) / "voila.log")
     env = {**os.environ, "HOME": str(home), "MPLCONFIGDIR": str(Path(home) / "matplotlib"),
            "PYDEVD_DISABLE_FILE_VALIDATION": "1"}
     with log_path.open("w") as log:
@@ -99,7 +105,7 @@ def voila_server(home, *options):
                 if server.poll() is not None or time.monotonic() > deadline:
                     log.flush()
                     raise RuntimeError(f"Voila did not start (exit code {server.poll()}):\n{log_path.read_text()}")
-                time.sleep(0.25)
+                time.sleep(0.1)
             yield url
         finally:
             if server.poll() is None:
@@ -112,8 +118,13 @@ def voila_server(home, *options):
 
 
 @pytest.fixture(scope="module")
-def voila_url(requirements, tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")  # Jupyter and matplotlib write here, not in the real home
+def home(tmp_path_factory):
+    """HOME for the module's Voila servers: Jupyter and matplotlib write here, not in the real home."""
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(scope="module")
+def voila_url(requirements, home):
     try:
         with voila_server(home) as url:
             yield url
@@ -121,35 +132,98 @@ def voila_url(requirements, tmp_path_factory):
         pytest.fail(str(error))
 
 
-@pytest.fixture
-def page(voila_url, request):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+@pytest.fixture(scope="module")
+def browser(requirements):
+    """One Chromium for the module; every page opens in a browser context of its own."""
     from playwright.sync_api import sync_playwright
 
-    errors, warnings, elsewhere = [], [], []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
         try:
-            width = getattr(request, "param", 1280)  # a test can ask for a phone's width
-            page = browser.new_page(viewport={"width": width, "height": 1200})
-            page.on("request", lambda asked: None if is_voila_s(asked.url, voila_url) else elsewhere.append(asked.url))
-            page.on("console", lambda message: {"error": errors, "warning": warnings}.get(message.type, []).append(
-                message.text))
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            for attempt in range(1, PAGE_LOAD_ATTEMPTS + 1):  # each load gets a fresh kernel
-                for seen in (errors, warnings, elsewhere):  # an abandoned load may log messages of its own
-                    seen.clear()
-                try:
-                    page.goto(voila_url, wait_until="commit", timeout=PAGE_LOAD_SECONDS * 1000)
-                    page.wait_for_selector(PICTURE, timeout=PAGE_LOAD_SECONDS * 1000)
-                    break
-                except PlaywrightTimeoutError:
-                    if attempt == PAGE_LOAD_ATTEMPTS:
-                        raise
-            page.errors, page.warnings, page.elsewhere = errors, warnings, elsewhere
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+def load_explorer(browser, voila_url, width):
+    """Open the explorer in a new browser context ``width`` px wide; return the page once the plot shows.
+
+    The page records what its console says and every URL it asks for that Voila does not serve,
+    in ``page.errors``, ``page.warnings`` and ``page.elsewhere``.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    errors, warnings, elsewhere = [], [], []
+    context = browser.new_context(viewport={"width": width, "height": 1200})
+    page = context.new_page()
+    page.on("request", lambda asked: None if is_voila_s(asked.url, voila_url) else elsewhere.append(asked.url))
+    page.on("console", lambda message: {"error": errors, "warning": warnings}.get(message.type, []).append(
+        message.text))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        for attempt in range(1, PAGE_LOAD_ATTEMPTS + 1):  # each load gets a fresh kernel
+            for seen in (errors, warnings, elsewhere):  # an abandoned load may log messages of its own
+                seen.clear()
+            try:
+                page.goto(voila_url, wait_until="commit", timeout=PAGE_LOAD_SECONDS * 1000)
+                page.wait_for_selector(PICTURE, timeout=PAGE_LOAD_SECONDS * 1000)
+                break
+            except PlaywrightTimeoutError:
+                if attempt == PAGE_LOAD_ATTEMPTS:
+                    raise
+    except BaseException:
+        context.close()
+        raise
+    page.errors, page.warnings, page.elsewhere = errors, warnings, elsewhere
+    return page
+
+
+class LoadedPages:
+    """The explorer loaded once per width for the module, and which of those pages a test has changed."""
+
+    def __init__(self, browser, voila_url):
+        self.browser, self.voila_url = browser, voila_url
+        self.pages, self.changed = {}, set()
+
+    def at(self, width):
+        if width not in self.pages:
+            self.pages[width] = load_explorer(self.browser, self.voila_url, width)
+        return self.pages[width]
+
+    def close(self):
+        for page in self.pages.values():
+            page.context.close()
+
+
+@pytest.fixture(scope="module")
+def loaded_pages(browser, voila_url):
+    pages = LoadedPages(browser, voila_url)
+    yield pages
+    pages.close()
+
+
+@pytest.fixture
+def shown_page(loaded_pages, request):
+    """The module's explorer page at the width the test asks for (default 1280 px), in whatever state
+    earlier tests left it: for checks that hold in every state of the explorer."""
+    return loaded_pages.at(getattr(request, "param", 1280))
+
+
+@pytest.fixture
+def page(loaded_pages, request):
+    """The explorer as a reader first sees it, at the width the test asks for (default 1280 px), for a
+    test to change: the module's page at that width while no test has changed it, else a new load (and
+    so a new kernel) in a new browser context."""
+    width = getattr(request, "param", 1280)
+    if width not in loaded_pages.changed:
+        loaded_pages.changed.add(width)
+        yield loaded_pages.at(width)
+        return
+    page = load_explorer(loaded_pages.browser, loaded_pages.voila_url, width)
+    try:
+        yield page
+    finally:
+        page.context.close()
 
 
 def is_voila_s(url, voila_url):
@@ -218,12 +292,43 @@ def screenshot(page, name):
         page.screenshot(path=str(Path(folder) / f"{name}.png"), full_page=True)
 
 
-def test_the_console_stays_clean_but_hides_no_message_of_its_own(page):
+def test_the_console_stays_clean_but_hides_no_message_of_its_own(shown_page):
     """The template leaves off only webpack's notes on shared-module versions: a warning still shows."""
+    page = shown_page
     assert_clean_console(page)
-    page.evaluate("console.warn('a warning of the page'); console.error('an error of the page')")
-    page.wait_for_timeout(200)
-    assert page.warnings == ["a warning of the page"] and page.errors == ["an error of the page"]
+    own = {"warning": "a warning of the page", "error": "an error of the page"}
+    page.evaluate(f"console.warn('{own['warning']}'); console.error('{own['error']}')")
+    try:
+        deadline = time.monotonic() + 5
+        while not (page.warnings and page.errors) and time.monotonic() < deadline:
+            page.wait_for_timeout(20)
+        assert page.warnings == [own["warning"]] and page.errors == [own["error"]]
+    finally:  # the page's own two messages, and only those, leave the record: later checks see the rest
+        for seen, text in ((page.warnings, own["warning"]), (page.errors, own["error"])):
+            while text in seen:
+                seen.remove(text)
+
+
+@pytest.mark.parametrize("shown_page", [390, 1280], indirect=True)
+def test_the_picture_reads_without_zooming_on_a_phone_and_sits_in_one_row_on_a_desktop(shown_page):
+    """Two parts, each never stretched; stacked on a phone, with no text under 9 CSS px."""
+    page = shown_page
+    assert picture_is_drawn(page)
+    heads, pca = shown_pictures(page)
+    width = page.viewport_size["width"]
+    for part in (heads, pca):
+        assert part["x"] >= 0 and part["x"] + part["width"] <= width, part
+        assert part["width"] <= part["natural"] / SCALE + 0.5, part  # at most its CSS width: sharp
+        assert smallest_text_px(part) >= 9, part
+    if width < sum(part_widths()):
+        assert pca["y"] >= heads["y"] + heads["height"] - 1, (heads, pca)  # one above the other
+    else:
+        assert pca["y"] == heads["y"] and pca["x"] >= heads["x"] + heads["width"] - 1, (heads, pca)
+        assert heads["width"] == part_widths()[0] and pca["width"] == part_widths()[1]
+    folder = os.environ.get("MHATTN_SCREENSHOTS")
+    if folder:  # the two images and the row that holds them (Voila's page scrolls inside itself)
+        page.locator(PICTURE).first.locator("..").screenshot(path=str(Path(folder) / f"7_picture_at_{width}_px.png"))
+    assert_clean_console(page)
 
 
 def test_explorer_redraws_in_a_real_browser(page):
@@ -354,27 +459,6 @@ def test_seq_len_and_num_heads_work_on_a_phone(page):
     assert_clean_console(page)
 
 
-@pytest.mark.parametrize("page", [390, 1280], indirect=True)
-def test_the_picture_reads_without_zooming_on_a_phone_and_sits_in_one_row_on_a_desktop(page):
-    """Two parts, each never stretched; stacked on a phone, with no text under 9 CSS px."""
-    assert picture_is_drawn(page)
-    heads, pca = shown_pictures(page)
-    width = page.viewport_size["width"]
-    for part in (heads, pca):
-        assert part["x"] >= 0 and part["x"] + part["width"] <= width, part
-        assert part["width"] <= part["natural"] / SCALE + 0.5, part  # at most its CSS width: sharp
-        assert smallest_text_px(part) >= 9, part
-    if width < sum(part_widths()):
-        assert pca["y"] >= heads["y"] + heads["height"] - 1, (heads, pca)  # one above the other
-    else:
-        assert pca["y"] == heads["y"] and pca["x"] >= heads["x"] + heads["width"] - 1, (heads, pca)
-        assert heads["width"] == part_widths()[0] and pca["width"] == part_widths()[1]
-    folder = os.environ.get("MHATTN_SCREENSHOTS")
-    if folder:  # the two images and the row that holds them (Voila's page scrolls inside itself)
-        page.locator(PICTURE).first.locator("..").screenshot(path=str(Path(folder) / f"7_picture_at_{width}_px.png"))
-    assert_clean_console(page)
-
-
 # ---------------------------------------------------------------- kernels of closed pages
 
 def test_voila_json_shuts_down_the_kernel_of_a_page_closed_for_two_minutes():
@@ -391,22 +475,22 @@ def test_voila_json_shuts_down_the_kernel_of_a_page_closed_for_two_minutes():
     assert not manager.cull_busy
 
 
-def test_voila_shuts_down_the_kernel_of_a_page_nobody_has_open(requirements, tmp_path):
+def test_voila_shuts_down_the_kernel_of_a_page_nobody_has_open(requirements, home, tmp_path):
     """A page view whose browser never connects (or has gone) loses its kernel once idle; the server goes on.
 
-    Voila runs from the repository root, with only the culling's times shortened (15 s idle, checked every
+    Voila runs from the repository root, with only the culling's times shortened (10 s idle, checked every
     second; rendering the page keeps its kernel busy, so it is not culled before the page is served).
     """
     log = tmp_path / "voila.log"
-    with voila_server(tmp_path, "--MappingKernelManager.cull_idle_timeout=15",
-                      "--MappingKernelManager.cull_interval=1") as url:
+    with voila_server(home, "--MappingKernelManager.cull_idle_timeout=10",
+                      "--MappingKernelManager.cull_interval=1", log_path=log) as url:
         with urllib.request.urlopen(url, timeout=120) as reply:  # renders the page: one kernel starts
             assert reply.status == 200 and "widget-view" in reply.read().decode()
         started = re.findall(r"Kernel started: ([0-9a-f-]+)", log.read_text())
         assert len(started) == 1, log.read_text()[-3000:]
         deadline = time.monotonic() + 90
         while f"Kernel shutdown: {started[0]}" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.5)
+            time.sleep(0.25)
         text = log.read_text()
         assert f"Kernel shutdown: {started[0]}" in text and "Culling" in text, text[-3000:]
         with urllib.request.urlopen(url + "voila/static/voila.js", timeout=10) as reply:
