@@ -30,9 +30,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+sys.path[:0] = [str(TESTS), str(TESTS / "explorer")]
 from browser_path import chromium_path  # noqa: E402
-from test_browser import CHROMIUM_ARGS, PAGE_LOAD_ATTEMPTS, PICTURE, voila_server  # noqa: E402
+from test_voila import CHROMIUM_ARGS, PAGE_LOAD_ATTEMPTS, PICTURE, voila_server  # noqa: E402
 
 LIMITS = {"first paint": 5000.0, "redraw seq_len": 150.0, "redraw seed": 150.0}  # ms, at the median
 STABLE_MS = 600  # a redraw is over when no new picture came for this long
