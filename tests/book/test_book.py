@@ -3,9 +3,9 @@
 Every test here is named ``test_book_*``: ``pytest -k 'not test_book'`` deselects exactly
 these (``-k 'not book'`` would also drop every test whose name holds "notebook").
 
-The site is built once per session into a temporary folder, served on 127.0.0.1 and opened
-page by page in Chromium through Playwright, as a reader sees it at 1280x900 and on a
-390x844 phone. On every page:
+The site is built once per test run into a temporary folder (conftest.py), served on
+127.0.0.1 and opened page by page in Chromium through Playwright, as a reader sees it at
+1280x900 and on a 390x844 phone. On every page:
 
 - no console error, no failed request, and no request that leaves 127.0.0.1 (the site is
   self-contained); every image loads; math is typeset, with no raw ``$...$`` or ``\\(...\\)``;
@@ -947,7 +947,7 @@ ZOOM_BUTTONS = """() => [...document.querySelectorAll('.bd-article button.figure
             natural: img.naturalWidth, displayed: img.getBoundingClientRect().width}; })"""
 ZOOM_OPEN = """() => { const view = document.querySelector('.figure-zoom-view');
     return Boolean(view && !view.hidden && window.mhattnFigureZoom.scale() > 0); }"""
-ZOOM_SECONDS = 2  # how long a full-size view may take to open and lay out its figure
+ZOOM_SECONDS = 5  # how long a full-size view may take to open and lay out its figure
 AFTER_ESCAPE = f"""k => ({{state: ({ZOOM_STATE})(),
     focusBack: document.activeElement === document.querySelectorAll('.bd-article button.figure-zoom')[k]}})"""
 
