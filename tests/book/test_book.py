@@ -3,9 +3,9 @@
 Every test here is named ``test_book_*``: ``pytest -k 'not test_book'`` deselects exactly
 these (``-k 'not book'`` would also drop every test whose name holds "notebook").
 
-The site is built once per session into a temporary folder, served on 127.0.0.1 and opened
-page by page in Chromium through Playwright, as a reader sees it at 1280x900 and on a
-390x844 phone. On every page:
+The site is built once per test run into a temporary folder (conftest.py), served on
+127.0.0.1 and opened page by page in Chromium through Playwright, as a reader sees it at
+1280x900 and on a 390x844 phone. On every page:
 
 - no console error, no failed request, and no request that leaves 127.0.0.1 (the site is
   self-contained); every image loads; math is typeset, with no raw ``$...$`` or ``\\(...\\)``;
@@ -97,12 +97,10 @@ def require(reason):
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory):
-    """The built site's folder (built once per session, from the stored outputs)."""
+def site(built_book):
+    """The built site's folder (built once per test run, from the stored outputs: conftest.py)."""
     require(missing(BOOK_TOOLS))
-    out = tmp_path_factory.mktemp("book") / "book"
-    book_build.build(out)
-    return out
+    return built_book
 
 
 @pytest.fixture(scope="session")
@@ -282,6 +280,12 @@ CUT_OFF_BOXES = """() => {
     return problems;
 }"""
 
+# What the theme (pydata-sphinx-theme's addTabStopsToScrollableElements) gives a reader: every
+# code block or output box that scrolls is a tab stop, the others are not.
+TAB_STOPS_MATCH_THE_LAYOUT = """() => [...document.querySelectorAll('pre, .nboutput > .output_area, '
+        + '.cell_output > .output, .jp-RenderedHTMLCommon, .pst-scrollable-table-container')]
+    .every(e => e.tabIndex === (e.scrollWidth > e.clientWidth || e.scrollHeight > e.clientHeight ? 0 : -1))"""
+
 FIGURE_SIZES = """() => [...document.querySelectorAll('.bd-article .cell_output img')].map(img => ({
     src: img.getAttribute('src'),
     natural: img.naturalWidth,
@@ -369,7 +373,7 @@ def check_figure_text(sizes, metadata):
     return problems
 
 
-def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_script=None):
+def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_script=None, phone_figures=False):
     """Open one page of the site at 1280x900, then at 390x844; return ``(problems, report)``.
 
     problems: console errors, failed or external requests, images that did not load, math that
@@ -377,10 +381,11 @@ def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_scrip
     are open on load or do not open on click, solution outputs outside their closed folds, code
     boxes cut off without a scrollbar (at both sizes), figure text below MIN_TEXT_PX at 1280 px
     (when the page's ``notebook`` is given), and a page wider than the phone's screen. With
-    ``axe_script``, axe-core's serious and critical violations at both sizes; with a notebook
-    too, at 390 px, figures too small both as shown and after one tap, and code boxes that
-    scroll without a cue (:func:`check_phone_figures`, :func:`check_code_cues`). The page is
-    loaded once: the phone's checks run on it after the viewport shrinks, every fold open.
+    ``axe_script``, axe-core's serious and critical violations at both sizes. With
+    ``phone_figures`` and a notebook, at 390 px, figures too small both as shown and after one
+    tap, and code boxes that scroll without a cue (:func:`check_phone_figures`,
+    :func:`check_code_cues`). The page is loaded once: the phone's checks run on it after the
+    viewport shrinks, every fold open.
     report: what the page held (counts, text). screenshots: two paths (desktop, phone) or None.
     """
     origin = "{0.scheme}://{0.netloc}/".format(urlsplit(url))
@@ -434,7 +439,8 @@ def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_scrip
         if axe_script is not None:
             problems += [f"axe-core at 1280 px: {violation}" for violation in run_axe(page, axe_script)]
         page.set_viewport_size(PHONE)
-        page.wait_for_timeout(500)  # the theme makes boxes that now scroll focusable 300 ms after a resize
+        # The theme makes boxes that now scroll focusable (tabindex 0) 300 ms after a resize.
+        page.wait_for_function(TAB_STOPS_MATCH_THE_LAYOUT, timeout=PAGE_SECONDS * 1000, polling=50)
         phone = page.evaluate(PAGE_OVERFLOW)
         if phone["scrollWidth"] > phone["width"]:
             problems.append(f"at 390 px the page scrolls sideways ({phone['scrollWidth']} > {phone['width']} px): "
@@ -443,9 +449,9 @@ def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_scrip
         problems += [f"at 390 px: {problem}" for problem in check_figures_on_a_phone(page.evaluate(PHONE_FIGURES))]
         if axe_script is not None:
             problems += [f"axe-core at 390 px: {violation}" for violation in run_axe(page, axe_script)]
-            if notebook is not None:
-                problems += [f"at 390 px: {problem}" for problem in
-                             check_phone_figures(page, image_metadata(notebook, stem)) + check_code_cues(page)]
+        if phone_figures and notebook is not None:
+            problems += [f"at 390 px: {problem}" for problem in
+                         check_phone_figures(page, image_metadata(notebook, stem)) + check_code_cues(page)]
         if screenshots:  # last: a full-page screenshot leaves the page laid out without scrollbars
             screenshots[0].parent.mkdir(parents=True, exist_ok=True)
             page.evaluate("() => { document.querySelectorAll('.bd-article details').forEach(d => d.open = false);"
@@ -459,21 +465,47 @@ def check_page(browser, url, screenshots=None, notebook=None, stem="", axe_scrip
     return problems, report
 
 
+# Each collapsed block as the page loads it: what its summary says and whether it is open.
+COLLAPSIBLES_ON_LOAD = f"""() => [...document.querySelectorAll('{COLLAPSIBLES}')].map(block => {{
+    const summary = block.querySelector(':scope > summary');
+    return {{label: summary ? summary.innerText.trim().slice(0, 40) : null, open: block.open}};
+}})"""
+# Block k's summary brought to the middle of the screen (clear of the sticky header), once the
+# page has drawn it there: the point a reader clicks, or null when it is not shown.
+SUMMARY_TO_CLICK = f"""async k => {{
+    const summary = document.querySelectorAll('{COLLAPSIBLES}')[k].querySelector(':scope > summary');
+    summary.scrollIntoView({{block: 'center', inline: 'nearest'}});
+    await new Promise(requestAnimationFrame);
+    const box = summary.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && summary.checkVisibility({{visibilityProperty: true}})
+        ? [box.left + box.width / 2, box.top + box.height / 2] : null;
+}}"""
+# Block k is open and what it holds shows (the first element after its summary has a box and is visible).
+OPENED = f"""k => {{
+    const block = document.querySelectorAll('{COLLAPSIBLES}')[k];
+    const content = block.querySelector(':scope > :not(summary)');
+    if (!block.open || !content || !content.checkVisibility({{visibilityProperty: true}})) return false;
+    const box = content.getBoundingClientRect();
+    return box.width > 0 && box.height > 0;
+}}"""
+
+
 def check_collapsibles(page):
-    """Each collapsed block (``<details>``) in the text is closed on load and opens on a click."""
+    """Each collapsed block (``<details>``) in the text is closed on load and opens on a click.
+
+    The click is the mouse's, at the middle of the block's summary as drawn on the screen: a
+    summary that is hidden, or covered by something that takes the click, does not open.
+    """
     problems = []
-    blocks = page.locator(COLLAPSIBLES)
-    for index in range(blocks.count()):
-        block = blocks.nth(index)
-        summary = block.locator(":scope > summary")
-        label = summary.inner_text().strip()[:40]
-        if block.evaluate("e => e.open"):
+    for index, block in enumerate(page.evaluate(COLLAPSIBLES_ON_LOAD)):
+        label = block["label"] or ""
+        if block["open"]:
             problems.append(f"collapsed block {index} ({label!r}) is open on load")
             continue
-        summary.scroll_into_view_if_needed()
-        summary.click(timeout=5000)
-        content = block.locator(":scope > :not(summary)").first
-        if not block.evaluate("e => e.open") or not content.is_visible():
+        point = None if block["label"] is None else page.evaluate(SUMMARY_TO_CLICK, index)
+        if point is not None:
+            page.mouse.click(*point)
+        if point is None or not page.evaluate(OPENED, index):
             problems.append(f"collapsed block {index} ({label!r}) does not open on click")
     return problems
 
@@ -535,7 +567,8 @@ def screenshot_paths(name):
 def test_book_page_in_browser(browser, site, site_url, axe, name):
     """Every check of :func:`check_page` on one page, axe-core and the phone's figures and code included."""
     notebook = notebook_of(name)
-    problems, report = check_page(browser, site_url + name, screenshot_paths(name), notebook, Path(name).stem, axe)
+    problems, report = check_page(browser, site_url + name, screenshot_paths(name), notebook, Path(name).stem, axe,
+                                  phone_figures=True)
     assert not problems, f"{name}:\n" + "\n".join(problems)
     if report["math"]:
         assert report["mathjax"] and report["typeset"] >= report["math"], report
@@ -601,21 +634,28 @@ def test_book_former_page_names_lead_to_the_pages_that_hold_them_now(browser, si
                 cases.append((old, "#" + only[0], other))
         cases.append((old, "#" + sorted(ids[new[0]])[0], new[0]))
     assert any(hash_ and target != book_build.MOVED[old][0] for old, hash_, target in cases), cases
+    # Where a page sends the reader is the address its document lands on: the pages themselves
+    # (their scripts, styles and pictures, checked page by page above) are not loaded here.
+    def documents_only(route):
+        return route.continue_() if route.request.resource_type == "document" else route.abort()
+
     context = browser.new_context(viewport=DESKTOP)
     page = context.new_page()
+    page.route("**/*", documents_only)
     try:
         for old, hash_, target in cases:
             assert (site / "notebooks" / f"{old}.html").is_file(), old
-            page.goto(f"{site_url}notebooks/{old}.html{hash_}", wait_until="load")
-            page.wait_for_url(f"**/notebooks/{target}.html{hash_}", timeout=PAGE_SECONDS * 1000)
+            page.goto(f"{site_url}notebooks/{old}.html{hash_}", wait_until="commit")
+            page.wait_for_url(f"**/notebooks/{target}.html{hash_}", wait_until="commit", timeout=PAGE_SECONDS * 1000)
     finally:
         context.close()
     without_script = browser.new_context(viewport=DESKTOP, java_script_enabled=False)
     page = without_script.new_page()
+    page.route("**/*", documents_only)
     try:
         old, new = next(iter(moved.items()))
-        page.goto(f"{site_url}notebooks/{old}.html", wait_until="load")
-        page.wait_for_url(f"**/notebooks/{new[0]}.html", timeout=PAGE_SECONDS * 1000)
+        page.goto(f"{site_url}notebooks/{old}.html", wait_until="commit")
+        page.wait_for_url(f"**/notebooks/{new[0]}.html", wait_until="commit", timeout=PAGE_SECONDS * 1000)
     finally:
         without_script.close()
 
@@ -893,14 +933,32 @@ def test_book_figure_checker_reports_a_figure_without_caption_or_alt():
 
 # ---------------------------------------------------------------- on a phone: figures, code
 
-FIGURE_ON_SCREEN = """button => { const img = button.querySelector('img');
-    return {natural: img.naturalWidth, displayed: img.getBoundingClientRect().width}; }"""
 ZOOM_STATE = """() => { const view = document.querySelector('.figure-zoom-view');
     if (!view || view.hidden) return null;
     const box = view.getBoundingClientRect();
     return {scale: window.mhattnFigureZoom.scale(), role: view.getAttribute('role'),
             covers: box.left <= 0 && box.top <= 0 && box.right >= innerWidth && box.bottom >= innerHeight,
             focusInside: view.contains(document.activeElement)}; }"""
+
+
+ZOOM_BUTTONS = """() => [...document.querySelectorAll('.bd-article button.figure-zoom')].map(button => {
+    const img = button.querySelector('img'), box = button.getBoundingClientRect();
+    return {shown: box.width > 0 && box.height > 0 && button.checkVisibility({visibilityProperty: true}),
+            natural: img.naturalWidth, displayed: img.getBoundingClientRect().width}; })"""
+ZOOM_OPEN = """() => { const view = document.querySelector('.figure-zoom-view');
+    return Boolean(view && !view.hidden && window.mhattnFigureZoom.scale() > 0); }"""
+ZOOM_SECONDS = 5  # how long a full-size view may take to open and lay out its figure
+AFTER_ESCAPE = f"""k => ({{state: ({ZOOM_STATE})(),
+    focusBack: document.activeElement === document.querySelectorAll('.bd-article button.figure-zoom')[k]}})"""
+
+
+def zoom_state_once_open(page):
+    """:data:`ZOOM_STATE` once the full-size view shows its figure laid out (or ZOOM_SECONDS have passed)."""
+    try:
+        page.wait_for_function(ZOOM_OPEN, timeout=ZOOM_SECONDS * 1000)
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError): the state read now says what is wrong
+        pass
+    return page.evaluate(ZOOM_STATE)
 
 
 def check_phone_figures(page, metadata):
@@ -910,34 +968,31 @@ def check_phone_figures(page, metadata):
     must cover the screen, hold the focus, show the text at >= MIN_TEXT_PX, close on Escape and
     give the focus back to the figure.
     """
-    buttons = page.locator(".bd-article button.figure-zoom")
-    if buttons.count() != len(metadata):
-        return [f"{buttons.count()} zoomable figures on the page, {len(metadata)} in the notebook"]
-    problems, opened = [], 0
-    for index, meta in enumerate(metadata, start=1):
-        button = buttons.nth(index - 1)
-        if not button.is_visible():
+    buttons = page.evaluate(ZOOM_BUTTONS)
+    if len(buttons) != len(metadata):
+        return [f"{len(buttons)} zoomable figures on the page, {len(metadata)} in the notebook"]
+    problems = []
+    for index, (size, meta) in enumerate(zip(buttons, metadata, strict=True), start=1):
+        if not size["shown"]:
             continue  # inside a closed fold
-        size = button.evaluate(FIGURE_ON_SCREEN)
         smallest = meta.get("mhattn", {}).get("min_font_px", 0.0)
         if smallest * size["displayed"] / max(size["natural"], 1) >= MIN_TEXT_PX:
             continue
-        button.focus()
+        page.evaluate("k => document.querySelectorAll('.bd-article button.figure-zoom')[k].focus()", index - 1)
         page.keyboard.press("Enter")
-        page.wait_for_timeout(50)
-        state = page.evaluate(ZOOM_STATE)
+        state = zoom_state_once_open(page)
         if state is None:
             problems.append(f"figure {index}: too small on the phone and Enter opens no full-size view")
             continue
-        opened += 1
         if state["role"] != "dialog" or not state["covers"] or not state["focusInside"]:
             problems.append(f"figure {index}: the full-size view is not a full-screen dialog with the focus: {state}")
         if smallest * state["scale"] < MIN_TEXT_PX:
             problems.append(f"figure {index}: smallest text {smallest * state['scale']:.1f} px after one tap")
         page.keyboard.press("Escape")
-        if page.evaluate(ZOOM_STATE) is not None:
+        after = page.evaluate(AFTER_ESCAPE, index - 1)
+        if after["state"] is not None:
             problems.append(f"figure {index}: Escape does not close the full-size view")
-        elif not button.evaluate("b => document.activeElement === b"):
+        elif not after["focusBack"]:
             problems.append(f"figure {index}: the focus does not come back to the figure")
     return problems
 
@@ -1016,8 +1071,7 @@ def test_book_a_tap_opens_a_figure_and_a_tap_closes_it(browser, site_url):
         button = page.locator(".bd-article button.figure-zoom").first
         button.scroll_into_view_if_needed()
         button.tap()
-        page.wait_for_timeout(50)
-        opened = page.evaluate(ZOOM_STATE)
+        opened = zoom_state_once_open(page)
         page.locator(".figure-zoom-pane").tap()
         closed = page.evaluate(ZOOM_STATE)
     finally:
@@ -1059,21 +1113,37 @@ def test_book_phone_figure_checker_reports_a_shrunk_figure_and_a_cue_on_a_figure
     assert problems[2].endswith("the zoom cue covers part of the figure")  # a cue drawn by CSS on the figure
 
 
-def test_book_phone_checkers_report_small_figures_and_code_without_a_cue(browser, broken_site):
-    """On the broken copy, the zoom script is gone and code boxes lost their shadows."""
-    name = notebook_named("02_")
-    with serve(broken_site["folder"]) as url:
-        context = browser.new_context(viewport=PHONE, device_scale_factor=1)
+def test_book_collapsible_checker_reports_blocks_open_on_load_or_deaf_to_a_click(browser, tmp_path):
+    """A block open on load, one whose summary ignores clicks, one under a cover; the last one opens."""
+    (tmp_path / "folds.html").write_text(
+        '<html lang="en"><body><article class="bd-article">'
+        '<details open><summary>open on load</summary><p>shown</p></details>'
+        '<details><summary onclick="event.preventDefault()">deaf</summary><p>never shown</p></details>'
+        '<div style="position:relative"><details><summary>covered</summary><p>never shown</p></details>'
+        '<div style="position:absolute;inset:0"></div></div>'
+        '<details><summary>fine</summary><p>shown on a click</p></details>'
+        '</article></body></html>', encoding="utf-8")
+    with serve(tmp_path) as url:
+        context = browser.new_context(viewport=DESKTOP)
         page = context.new_page()
-        page.goto(url + name, wait_until="load")
         try:
-            problems = check_phone_figures(page, image_metadata(notebook_of(name), Path(name).stem))
-            cues = check_code_cues(page)
+            page.goto(url + "folds.html", wait_until="load")
+            problems = check_collapsibles(page)
+            last_open = page.evaluate("() => document.querySelectorAll('details')[3].open")
         finally:
             context.close()
-    assert problems and problems[0].startswith("0 zoomable figures on the page"), problems
-    assert any("no cue declared" in problem for problem in cues), cues
-    assert any("no cue at its edge" in problem for problem in cues), cues  # and none is seen
+    assert problems == ["collapsed block 0 ('open on load') is open on load",
+                        "collapsed block 1 ('deaf') does not open on click",
+                        "collapsed block 2 ('covered') does not open on click"], problems
+    assert last_open
+
+
+def test_book_phone_checkers_report_small_figures_and_code_without_a_cue(broken_reports):
+    """On the broken copy, the zoom script is gone and code boxes lost their shadows."""
+    problems = broken_reports[notebook_named("02_")]
+    assert [p for p in problems if p.startswith("at 390 px: 0 zoomable figures on the page")], problems
+    assert any("no cue declared" in problem for problem in problems), problems
+    assert any("no cue at its edge" in problem for problem in problems), problems  # and none is seen
 
 
 # ---------------------------------------------------------------- axe-core, every page, both sizes
@@ -1187,10 +1257,14 @@ def broken_site(site, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def broken_reports(browser, broken_site):
-    """The problems check_page reports on the broken copy's pages (each page opened once, shared)."""
+    """The problems check_page reports on the broken copy's pages (each page opened once, shared).
+
+    The phone's figures and code boxes are checked on the page whose zoom script is gone.
+    """
     names = ["references.html", notebook_named("01_"), notebook_named("02_")]
     with serve(broken_site["folder"]) as url:
-        return {name: check_page(browser, url + name, notebook=notebook_of(name), stem=Path(name).stem)[0]
+        return {name: check_page(browser, url + name, notebook=notebook_of(name), stem=Path(name).stem,
+                                 phone_figures=name == notebook_named("02_"))[0]
                 for name in names}
 
 

@@ -283,16 +283,8 @@ def test_the_checks_catch_a_broken_copy(browser, site, model, tmp_path, fault):
         assert all("colour" in problem for problem in problems), problems  # the numbers are still right
 
 
-def test_the_built_book_page_runs_the_explorer(browser, model, tmp_path):
-    tools = [module for module in ("sphinx", "myst_nb", "sphinx_book_theme", "mathjax")
-             if importlib.util.find_spec(module) is None]
-    if tools:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI=true and the book cannot be built: {tools} missing")
-        pytest.skip(f"the book tools are missing ({tools}): pip install -e '.[book]'")
-    out = tmp_path / "book"
-    load("book_build", ROOT / "book" / "build.py").build(out)
-    with serve(out) as url:
+def test_the_built_book_page_runs_the_explorer(browser, model, built_book):
+    with serve(built_book) as url:
         page = open_page(browser, url + "notebooks/explore.html", url)
         problems, _ = check_controls(page, model, [("mask", "causal"), ("trained", "1")])
         page.context.close()

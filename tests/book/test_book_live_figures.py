@@ -303,12 +303,9 @@ def test_book_each_chapter_holds_its_marker_once(name):
     assert sum(text.count(f"<!-- live-figure: {name} -->") for text in markdown) == 1
 
 
-def test_book_chapter_pages_run_their_figures(browser, tmp_path):
-    pytest.importorskip("myst_nb")
-    out = tmp_path / "book"
-    BOOK.build(out)
+def test_book_chapter_pages_run_their_figures(browser, built_book):
     problems = []
-    with serve(out) as url:
+    with serve(built_book) as url:
         for name, stem in CHAPTERS.items():
             ready = f"(window.__liveFigures || {{}}).{name}"
             page = open_page(browser, f"{url}notebooks/{stem}.html", url, ready=ready)
