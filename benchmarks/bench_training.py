@@ -5,7 +5,7 @@
     python benchmarks/bench_training.py --time-to-targets  # also train mhattn until every target is met
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_training.py --default-recipe  # the trainer's CPU time, whole
 
-``--default-recipe`` runs :func:`mhattn.learn.train.train` as ``python -m mhattn.train`` does (4000
+``--default-recipe`` runs :func:`mhattn.learn.train.train` as ``python -m mhattn.train`` does (3500
 steps, its history and probes, one BLAS thread) and prints the CPU time of the process
 (``resource.getrusage``) and the 1-minute load average before and after, beside the shipped
 model's own record (:func:`mhattn.learn.training_record`, what the trainer's ``--help`` and the

@@ -7,7 +7,7 @@ a message, never a negative one), and every check runs before a random number is
 import numpy as np
 
 from .learning import real, rng_value
-from .values import flag, number_array, positive_int
+from .values import flag, number_array, positive_int, real_number
 
 
 def block_lengths_args(max_len):
@@ -18,13 +18,16 @@ def block_lengths_args(max_len):
     return {"max_len": max_len}, None
 
 
-def induction_batch_args(rng, batch_size, vocab, max_len, at_start):
+def induction_batch_args(rng, batch_size, vocab, max_len, at_start, edge_share):
     """Arguments of :func:`mhattn.learn.task.induction_batch`: the longest block's distinct tokens must exist."""
     vocab, max_len = positive_int("vocab", vocab), positive_int("max_len", max_len)
     if max_len < 2 or vocab < max_len // 2:
         raise ValueError(f"max_len must be >= 2 and vocab >= max_len // 2; got max_len {max_len}, vocab {vocab}")
+    edge_share = real_number("edge_share", edge_share, "a float in [0, 1]")
+    if not 0 <= edge_share <= 1:
+        raise ValueError(f"edge_share must be a float in [0, 1]; got {edge_share}")
     return {"rng": rng_value("rng", rng), "batch_size": positive_int("batch_size", batch_size), "vocab": vocab,
-            "max_len": max_len, "at_start": flag("at_start", at_start)}, None
+            "max_len": max_len, "at_start": flag("at_start", at_start), "edge_share": edge_share}, None
 
 
 def layout_args(rng, n, offset, gap, vocab, max_len):

@@ -105,9 +105,8 @@ def machine():
 def recipe_time():
     """The default recipe's time, in words, as the shipped two-layer model's own run recorded it."""
     record = training_record()
-    return (f"The default recipe took {record['cpu_seconds'] / 60:.1f} minutes of CPU time on one core when it "
-            f"trained the shipped model ({record['cpu_seconds']:.0f} s on {record['machine']}, 1-minute load "
-            f"average up to {record['load_average']:.1f}).")
+    return (f"The default recipe took {record['cpu_seconds']:.0f} s of CPU time on one core when it trained the "
+            f"shipped model (on {record['machine']}, 1-minute load average up to {record['load_average']:.1f}).")
 
 
 def parser():

@@ -21,6 +21,11 @@ A block of ``n`` tokens has ``n - 1`` tokens that a copy predicts, so with ``n``
 block would carry a fifth of the training signal of a long one; weighting ``n`` by ``1 / (n - 1)``
 gives every length the same expected number of copyable tokens.
 
+``edge_share`` moves a share of the sequences to the two ends of the offset range, which the
+uniform offset above reaches least often: half of them put the first copy at position 0 (the gap
+drawn as above), the other half put it as late as it fits, with no gap, so that the second copy
+ends the context. The trainer draws 10 % of every batch this way (:mod:`.train`).
+
 ``at_start=True`` draws the narrower task that a model can solve by position alone: ``n`` uniform,
 the first copy at position 0 and no gap (the layout of notebook 09's shortcut model).
 """
@@ -32,7 +37,7 @@ from .model import MAX_LEN, VOCAB
 GAP_PROBABILITY = 0.5  #: the share of sequences with random tokens between the two copies
 
 
-def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=False):
+def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=False, edge_share=0.0):
     """Sequences that hold a block of distinct tokens twice, at a random offset, sometimes with a gap.
 
     The distribution is in the module's docstring.
@@ -45,6 +50,10 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
         ``vocab >= max_len // 2``, so that a block of distinct tokens exists.
     at_start : bool, keyword only, default False
         True puts the first copy at position 0 and the second right after it (offset and gap 0).
+    edge_share : float in [0, 1], keyword only, default 0
+        The share of sequences moved to the ends of the offset range: half with the first copy
+        at position 0, half with the second copy at the end of the context and no gap. With 0
+        the batch is drawn exactly as without it (no extra random numbers).
 
     Returns
     -------
@@ -77,6 +86,11 @@ def induction_batch(rng, batch_size, *, vocab=VOCAB, max_len=MAX_LEN, at_start=F
         has_gap = (rng.random(batch_size) < GAP_PROBABILITY) & (room > 0)
         gap = np.where(has_gap, 1 + (rng.random(batch_size) * np.maximum(room, 1)).astype(np.int64), 0)
         offset = (rng.random(batch_size) * (room - gap + 1)).astype(np.int64)  # uniform on [0, room - gap]
+        if edge_share:
+            edge = rng.random(batch_size)  # (batch,): below edge_share / 2 at the end, below edge_share at 0
+            at_end = edge < edge_share / 2
+            offset = np.where(at_end, room, np.where(edge < edge_share, 0, offset))
+            gap = np.where(at_end, 0, gap)
     return layout(rng, n, offset, gap, vocab=vocab, max_len=max_len), n, offset, gap
 
 

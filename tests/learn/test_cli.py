@@ -46,17 +46,17 @@ def test_the_help_states_the_time_the_shipped_models_own_run_recorded():
     help_text = " ".join(cli.parser().format_help().split())  # argparse wraps lines
     record = shipped_record()
     assert (record["steps"], record["batch_size"], record["seed"]) == (STEPS, BATCH_SIZE, 0)  # the default recipe
-    assert f"took {record['cpu_seconds'] / 60:.1f} minutes of CPU time on one core" in help_text
-    assert f"({record['cpu_seconds']:.0f} s on {record['machine']}," in help_text
+    assert f"took {record['cpu_seconds']:.0f} s of CPU time on one core" in help_text
+    assert f"(on {record['machine']}, 1-minute load average up to {record['load_average']:.1f})" in help_text
 
 
 def test_the_readme_states_the_time_the_shipped_models_own_run_recorded():
     readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
-    stated = re.search(r"The trainer writes a checkpoint \(about ([\d.]+) minutes of CPU time on one core", readme)
+    stated = re.search(r"The trainer writes a checkpoint \(for the chapter's two-layer model, (\d+) s of CPU time "
+                       r"on one core: the shipped model's own run recorded it", readme)
     assert stated, "the README should say how long the trainer takes"
     record = shipped_record()
-    assert float(stated.group(1)) == round(record["cpu_seconds"] / 60, 1)
-    assert f"the shipped model's run recorded {record['cpu_seconds']:.0f} s" in readme
+    assert int(stated.group(1)) == round(record["cpu_seconds"])
     assert f"whose load average reached {record['load_average']:.1f}" in readme
 
 

@@ -58,7 +58,10 @@ def test_checkpoint_has_the_documented_keys_shapes_and_layout():
     for name in ("step", "loss", "accuracy"):  # the training curve, for the notebook's figure
         assert arrays[f"history.{name}"].ndim == 1 and len(arrays[f"history.{name}"]) == len(arrays["history.step"])
     assert arrays["machine"].dtype.kind == "U" and arrays["machine"].shape == ()  # where it was trained, in words
-    assert all(np.isfinite(array).all() for name, array in arrays.items() if name != "machine")
+    for layer in (0, 1):  # each layer's RoPE setting: none, so the learned position table is the only position signal
+        assert arrays[f"layer{layer}.rope"].item() == "none" and arrays[f"layer{layer}.rope_base"].shape == ()
+    words = {"machine", "layer0.rope", "layer1.rope"}
+    assert all(np.isfinite(array).all() for name, array in arrays.items() if name not in words)
 
 
 def test_checkpoint_layout_is_the_modules_queries_keys_values(trained):

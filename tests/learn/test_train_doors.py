@@ -151,14 +151,15 @@ def test_weights_and_batches_come_from_the_documented_streams(monkeypatch):
         return loss_and_grads(model, tokens, n, dtype)
 
     monkeypatch.setattr(trainer, "loss_and_grads", recording)
-    trainer.train(1, seed=seed, steps=2, batch_size=batch_size)
+    monkeypatch.setattr(trainer, "FORMING_STEPS", 2)  # steps 1-2 on full batches, step 3 on a half batch
+    trainer.train(1, seed=seed, steps=3, batch_size=batch_size)
     weights_stream, batch_stream = np.random.SeedSequence(seed).spawn(2)
     expected = InductionModel(1, seed=int(weights_stream.generate_state(1)[0]))
     for name, array in expected.parameters().items():
         np.testing.assert_array_equal(seen[0][0][name], array, err_msg=name)
     data = np.random.default_rng(batch_stream)
-    for _, tokens, n in seen:
-        expected_tokens, expected_n, *_ = induction_batch(data, batch_size)
+    for (_, tokens, n), size in zip(seen, [batch_size, batch_size, batch_size // 2], strict=True):
+        expected_tokens, expected_n, *_ = induction_batch(data, size, edge_share=trainer.EDGE_SHARE)
         np.testing.assert_array_equal(tokens, expected_tokens)
         np.testing.assert_array_equal(n, expected_n)
 

@@ -582,7 +582,7 @@ EXERCISES = EXERCISES_01_03 + [
     (
         "09_induction_heads",
         "check_exercise_2",
-        lambda ns: (ns["prediction_2"], "between 0.5 and 0.95", ["above 0.95", "below 0.5"]),
+        lambda ns: (ns["prediction_2"], "above 0.95", ["between 0.5 and 0.95", "below 0.5"]),
     ),
 ]
 
