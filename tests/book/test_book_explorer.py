@@ -266,9 +266,12 @@ BROKEN = {
                                       "redraw(); new Image().src = 'https://example.org/pixel.png';\n  }"),
     "transposed drawing": lambda site: ("explorer-draw.js", "blues(weights[i][j])", "blues(weights[j][i])"),
 }
-CAUGHT = {"weight": "trained=1: weights differs from mhattn's", "deaf control": "mask: 0 redraws, expected 1",
-          "console error": "console: broken", "off-site request": "off-site request: https://example.org/pixel.png",
-          "transposed drawing": "seqLen=13: "}
+CAUGHT = {  # what a report of each fault says (which of the trained model's numbers shows a changed weight first
+    # depends on the weights: any of them differing is the catch)
+    "weight": r"trained=1: \w+ differs from mhattn's", "deaf control": "mask: 0 redraws, expected 1",
+    "console error": "console: broken", "off-site request": "off-site request: https://example\\.org/pixel\\.png",
+    "transposed drawing": "seqLen=13: ",
+}
 
 
 @pytest.mark.parametrize("fault", list(BROKEN))
@@ -278,7 +281,7 @@ def test_the_checks_catch_a_broken_copy(browser, site, model, tmp_path, fault):
         page = open_page(browser, url + "explorer.html", url)
         problems, _ = check_controls(page, model, STEPS[:12])
         page.context.close()
-    assert any(problem.startswith(CAUGHT[fault]) for problem in problems), problems
+    assert any(re.match(CAUGHT[fault], problem) for problem in problems), problems
     if fault == "transposed drawing":
         assert all("colour" in problem for problem in problems), problems  # the numbers are still right
 
