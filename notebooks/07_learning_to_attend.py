@@ -288,6 +288,9 @@ print("gradient reaching every real token is non-zero:      ", np.all(d_x[1, :4]
 # | offset $o$ | uniform on $[0, r - g]$ |
 # | layout | $o$ random tokens, block, $g$ random tokens, block, random to 32 |
 #
+# (Training also moves about one sequence in ten to the ends of the offset range:
+# section 4 says why.)
+#
 # A block of $n$ tokens gives $n - 1$ tokens to copy, so short blocks are drawn more
 # often: every length then offers the same number of copyable tokens, and the shortest
 # blocks, which fit at the most offsets, are not starved of training. Because the
@@ -426,16 +429,16 @@ show_source(step.embedding_grads)
 show_source(Adam.step)
 
 # %% [markdown]
-# `python -m mhattn.train --layers 2 --seed 0 --out induction.npz` runs 3500 such
-# steps, with a step size that rises over the first 100 steps to $10^{-2}$ and then
-# falls along a cosine to a tenth of that. The first 1000 steps draw 64 sequences each,
-# the later ones 32, at half the cost a step. In every batch, one sequence in ten sits
-# at an end of the offset range (the first copy at position 0, or the second copy
-# ending the context), which uniform offsets reach least often. The trained model ships
-# with the package, so this notebook loads it, with the time the command measured and
-# the machine it ran on. Set `RETRAIN = True` to train it here instead: the run is
-# seeded, but BLAS libraries round differently on different machines and training
-# amplifies that, so a retrain can differ a little from the stored weights.
+# `python -m mhattn.train --layers 2 --seed 0 --out induction.npz` runs 3500 such steps,
+# with a step size that rises over the first 100 steps to $10^{-2}$ and then falls along
+# a cosine to a tenth of that. The first 1000 steps draw 64 sequences each, the later
+# ones 32, at half the cost a step. In every batch, on average one sequence in ten sits
+# at an end of the offset range (the first copy at position 0, or the second copy ending
+# the context), which uniform offsets reach least often. The trained model ships with
+# the package, so this notebook loads it, with the time the command measured and the
+# machine it ran on. Set `RETRAIN = True` to train it here instead: the run is seeded,
+# but BLAS libraries round differently on different machines and training amplifies
+# that, so a retrain can differ a little from the stored weights.
 
 # %%
 RETRAIN = False  # True: train here (under a minute of one core); False: load it
@@ -497,10 +500,11 @@ print(f"one layer at the end of its training: {one_accuracy:.2f}")
 # more than a thousand steps, then jumps above 0.9 within about a hundred, and the loss
 # drops with it. Dotted: chance; dashed: the one-layer model at the end of its training.
 #
-# <!-- alt: Two panels against the training step. Left, the loss stays near 3.5 until
-# about step 1500, then falls to about 3; right, the accuracy creeps up slowly from near
-# zero, then rises steeply to nearly 1 around step 1550. A dotted line marks chance and
-# a dashed orange line the one-layer model's level. -->
+# <!-- alt: Two panels against the training step. Left, the loss falls from about 5
+# to near 3.5 within the first 50 steps, stays there until about step 1500, then falls
+# to about 3; right, the accuracy creeps up slowly from near zero, then rises steeply
+# to nearly 1 around step 1550. A dotted line marks chance and a dashed orange line the
+# one-layer model's level. -->
 
 # %% [markdown]
 # For more than a thousand steps the loss stays within a few hundredths of $\log 32$,
@@ -519,10 +523,10 @@ print(f"one layer at the end of its training: {one_accuracy:.2f}")
 # mid-context token, 16. `loss_report` calls it `icl_score`, and the same difference on
 # repeated random tokens `repeated_icl_score`. Beside them we draw a different probe,
 # the **induction loss**: the mean loss of the second half of 16 random tokens repeated
-# once, where every token can be copied. The ICL score is a difference of two positions
-# of ordinary training text, where most tokens cannot be predicted, so it stays a
-# fraction of a nat. The induction loss asks only about tokens that a perfect copier
-# gets right, so it can fall from $\log 32$ towards zero.
+# once, all but its first token, each of which can be copied. The ICL score is a
+# difference of two positions of ordinary training text, where most tokens cannot be
+# predicted, so it stays a fraction of a nat. The induction loss asks only about tokens
+# that a perfect copier gets right, so it can fall from $\log 32$ towards zero.
 
 # %%
 probe_step = history["probe_step"]  # (probes,): the steps the probes ran at
@@ -534,7 +538,7 @@ induction = history["induction_loss"]  # (probes,)
 ax.plot(probe_step[later], induction[later], color="black", label="induction loss")
 ax.axvspan(700, jump, color="gray", alpha=0.15, label="precursor")
 ax.set(xlabel="step", ylabel="loss (nats)", title="Losses through training")
-ax.legend(loc="upper right")  # above the curves
+ax.legend(loc="center right")  # between the token losses and the induction loss
 plt.show()
 save_figure(fig, FIGURES / "07_icl_score.png")
 for s in (700, 900, 1300):
@@ -550,20 +554,20 @@ for name in ("icl_score", "induction_loss"):
 # around step 700, long before the jump (shaded: the precursor); token 3 cannot be
 # copied and stays near log 32; tokens 16 and 31 drop at the phase change.
 #
-# <!-- alt: Four loss curves against the training step: token 3 stays flat near 3.5
+# <!-- alt: Four loss curves against the training step: token 3 stays near 3.5
 # nats; tokens 16 and 31 fall together by about a third of a nat at the phase change
 # near step 1550; the black induction loss bends down from about step 700 inside a grey
 # shaded band, then falls steeply to about half a nat. -->
 
 # %% [markdown]
 # The slow ramp is not idle. From about step 700 the induction loss falls, from 3.44 to
-# 3.1 by step 1300, while the accuracy on the training task barely moves: the model is
-# already learning to copy where every token can be copied, a precursor of the induction
-# heads, and the phase change follows. Token 3 can never be copied, since no block has
-# been repeated by then, and its loss stays near $\log 32$. Tokens 16 and 31 drop with
-# the phase change. The ICL score on the training task ends near -0.3 nats, the
-# induction loss near half a nat: the same circuit, measured on text where copying is
-# sometimes possible, or always. (The induction loss does not go to zero: the model
+# 3.1 by step 1300, while the accuracy on the training task only creeps (0.06 to 0.11):
+# the model is already learning to copy where every token can be copied, a precursor of
+# the induction heads, and the phase change follows. Token 3 can never be copied, since
+# no block has been repeated by then, and its loss stays near $\log 32$. Tokens 16 and
+# 31 drop with the phase change. The ICL score on the training task ends near -0.3 nats,
+# the induction loss near half a nat: the same circuit, measured on text where copying
+# is sometimes possible, or always. (The induction loss does not go to zero: the model
 # hedges its copies, and notebook 09 shows why.)
 #
 # Notebook 09 opens the trained model and reads what each head does.

@@ -21,8 +21,8 @@
 # token. It gets every determined position of 512 fresh sequences right. This notebook
 # asks one question: **what did its heads learn, and how do we know?** Olsson et al.
 # (2022) found the same answer in every model with two or more layers that they
-# trained: a *previous-token head* in the first layer and *induction heads* in the
-# second. We draw that circuit first, then test each of its arrows, with the
+# trained: a *previous-token head* in an earlier layer and *induction heads* in a
+# later one. We draw that circuit first, then test each of its arrows, with the
 # measurements of Elhage et al. (2021) and Olsson et al. (2022) and with ablations that
 # switch a head, or a single path, off. Last, a second model shows that a model can
 # score as well on its training data with a shortcut instead of the circuit.
@@ -293,7 +293,8 @@ for layer in (0, 1):
 # %% [markdown]
 # The four heads that prefix-match also copy, with a score near 1: induction heads in
 # Olsson et al.'s sense. The previous-token head scores near -1, but what it writes
-# matters through layer 1's keys (section 4 cuts that path), the next measurement.
+# matters through layer 1's keys, which the next measurement reads (and section 4
+# cuts).
 #
 # ### The QK circuit: what a head looks for
 #
@@ -326,10 +327,11 @@ print(f"row maximum on the diagonal: QK {diagonal_wins(qk):.2f}")
 
 # %% [markdown] tags=["figure-caption"]
 # **Figure 1 of 2.** The best induction head's OV circuit copies: attending to a token
-# raises that token's logit (the bright diagonal).
+# raises that token's logit (the dark red diagonal), strongly for about a dozen tokens.
 #
 # <!-- alt: A 32-by-32 red-and-blue heatmap of attended token against logit of token,
-# with a dark red main diagonal on a pale speckled background. -->
+# with dark red cells on the main diagonal for about a dozen tokens; the rest of the
+# diagonal and the background are pale. -->
 #
 # **Figure 2 of 2.** Its QK circuit, read through the previous-token head, matches a
 # query with the key right after an earlier copy of the query's token.
@@ -338,9 +340,26 @@ print(f"row maximum on the diagonal: QK {diagonal_wins(qk):.2f}")
 # the key, with a dark red diagonal on a noisier background. -->
 
 # %% [markdown]
-# Both diagonals are bright: for most tokens the row's largest entry is on the
-# diagonal. These are the two blue arrows of the diagram, read from the weights. They
-# say what the head *can* do; whether the model uses this path is the next question.
+# The QK diagonal is bright for every token. The OV diagonal is dark for only about a
+# dozen: this head copies some tokens strongly and barely touches the others. Count,
+# for each induction head, the tokens whose own logit it raises by more than 1 (a
+# natural cut: no diagonal entry of the four heads lies between 0.91 and 1.07):
+
+# %%
+ovs = np.array([ov_circuit(model, 1, h) for h in induction])  # (4, 32, 32)
+strong = np.diagonal(ovs, axis1=1, axis2=2) > 1  # (4, 32): head, token
+print("tokens each induction head copies strongly:", strong.sum(axis=1))
+print("heads that copy each token strongly, fewest:", strong.sum(axis=0).min())
+summed = ovs.sum(axis=0)  # (32, 32): the four heads' OV circuits added
+print(f"summed OV circuit, row maximum on the diagonal: {diagonal_wins(summed):.2f}")
+
+# %% [markdown]
+# The four induction heads split the vocabulary: each copies 12-14 tokens strongly,
+# every token has at least one head that copies it, and their summed OV circuit puts
+# each row's largest entry on the diagonal. The copying score (1.00 for every head)
+# does not show this: it is a ratio of eigenvalues, not a count of tokens. These
+# diagonals are the two blue arrows of the diagram, read from the weights. They say
+# what the heads *can* do; whether the model uses this path is the next question.
 # %% [markdown]
 # ## 4. Composition scores, on the scale they can reach
 #
@@ -382,11 +401,13 @@ for kind in "KQV":
 # (0.02-0.05): the queries and values read away from what it writes. So the weights
 # are built for the diagram's K path.
 #
-# Now look at the other layer-0 heads. Most of their scores sit near chance, but head
-# 3's Q-composition with induction head 0, 0.15, is 3.5 standard deviations above it:
-# by a rule of three standard deviations, these two compose. Distance from chance says
-# that two matrices share directions; it does not say that the model uses them. That
-# takes an experiment.
+# Now look at the other layer-0 heads. Most of their scores sit at or below chance
+# (0.08-0.11), but head 3's Q-composition with induction head 0, 0.15, is 3.5
+# standard deviations above it: by a rule of three standard deviations, these two
+# compose. (Trained weights spread more than random ones: the 36 scores of heads 1-3
+# vary with a standard deviation of 0.017, not 0.007, and this is the largest of them.)
+# Distance from chance says that two matrices share directions; it does not say that
+# the model uses them. That takes an experiment.
 #
 # ### Path ablation: the causal test
 #
@@ -470,8 +491,8 @@ for name, value in accuracies.items():
 # %% [markdown] tags=["figure-caption"]
 # **Figure.** Zero ablation of whole heads, on the 512 sequences of the set-up. Layer 0
 # holds a single previous-token head: switching it off breaks the model, as switching
-# off all of layer 0 does. The induction heads back each other up: one of them
-# switched off costs a little, all four together break the model.
+# off all of layer 0 does. One induction head switched off costs a little on average;
+# all four together break the model.
 #
 # <!-- alt: Horizontal bar chart of accuracy with heads switched off. Nothing switched
 # off, layer-0 heads 1 to 3 and layer-1 heads 0 and 3 reach nearly 1; layer-1 heads 1
@@ -481,10 +502,26 @@ for name, value in accuracies.items():
 
 # %% [markdown]
 # Switching off the previous-token head costs as much as silencing all of layer 0
-# (0.05 and 0.06 left). The induction heads back each other up: each alone costs at
-# most 0.09 (heads 0 and 3 almost nothing), all four together drop the accuracy to
-# 0.03, chance. Redundancy like this is common in trained models (Michel et al. 2019),
-# and it is why single-head ablations can understate what heads do.
+# (0.05 and 0.06 left). The induction heads back each other up, in part: each alone
+# costs at most 0.09 on average (heads 0 and 3 almost nothing), all four together drop
+# the accuracy to 0.03, chance. The average hides the split of section 3. Switch off
+# head 1 and score the second copy's positions whose next token only head 1 copies
+# strongly, against the rest:
+
+# %%
+sole = strong & (strong.sum(axis=0) == 1)  # (4, 32): tokens only one head copies
+logits = model.forward(tokens, ablate=[(1, 1)])[0]  # (512, 32, 32): head 1 off
+hits = logits[:, :-1].argmax(axis=-1) == tokens[:, 1:]  # (512, 31)
+copied = repeated_positions(n, 32, offset, gap)[:, :-1]  # (512, 31): second copy
+only_head_1 = sole[induction.index(1)][tokens[:, 1:]]  # (512, 31)
+print(f"head 1 off, its own tokens: {hits[copied & only_head_1].mean():.2f}")
+print(f"head 1 off, the other tokens: {hits[copied & ~only_head_1].mean():.2f}")
+
+# %% [markdown]
+# Without head 1, the tokens that only it copies strongly are right less than half the
+# time (0.43), while the others drop only to 0.92. Redundancy like this, partial and
+# uneven, is common in trained models (Michel et al. 2019), and it is why single-head
+# ablations, averaged over every token, can understate what heads do.
 # %% [markdown]
 # ## 6. Circuit or shortcut?
 #
@@ -492,7 +529,8 @@ for name, value in accuracies.items():
 # The package ships a second two-layer model to show it (`load_shortcut`): the same
 # architecture, trained for 1500 steps on a narrower task, in which every first copy
 # starts at position 0 and the second copy follows it at once (offset 0, gap 0). Both
-# models copy on repeats at the start. Move the repeat: the accuracy on the second
+# models copy on repeats at the start (the trained model least well there: 0.93 for
+# blocks of 4, its lowest). Move the repeat: the accuracy on the second
 # copy against the offset, for blocks of 4, 8 and 12 tokens, gap 0, 256 fresh
 # sequences a point (`offset_accuracy`):
 
@@ -524,9 +562,10 @@ for name, table in tables.items():
 # copies at every offset.
 #
 # <!-- alt: Two panels of accuracy against offset, gap 0. Left, the shortcut model:
-# three lines start at 1 at offset 0; the 4- and 8-token lines fall near 0 within a
-# few offsets, the 12-token line falls to about 0.5. Right, the trained model: three
-# lines stay between 0.93 and 1 at every offset. -->
+# three lines start at 1 at offset 0; the 4-token line falls near 0 by offset 8,
+# rises briefly to about 0.5 at offset 12 and stays near 0 from offset 15; the 8-token
+# line falls near 0 by offset 11; the 12-token line falls to about 0.5. Right, the
+# trained model: three lines stay between 0.93 and 1 at every offset. -->
 
 # %% [markdown]
 # With no gap, the shortcut falls to near 0 for blocks of 4 and 8, and to 0.49 for
@@ -566,15 +605,18 @@ plt.show()
 # <!-- alt: A triangular heatmap of accuracy, offset 0 to 24 upwards, gap 0 to 24 to
 # the right. A bright yellow wedge, accuracy near 1, lies between a dashed diagonal
 # where the gap equals the offset and a dotted horizontal line at offset 12.5, and
-# ends near gap 13. Above the dotted line, left of the diagonal, and at larger gaps,
-# the cells are dark, accuracy near 0. -->
+# ends near gap 13. Above the dotted line the cells are dark (accuracy about 0.1),
+# past gap 13 mostly dark (about 0.2); left of the diagonal the accuracy fades with the
+# distance from it, from about 0.8 within three cells to about 0.2 eight or more away.
+# -->
 
 # %% [markdown]
 # With the first copy at the same place, the gap alone decides: at offset 5 the
 # shortcut copies about a quarter of the block with no gap and all of it with a gap
 # of 5.
 # (For a block of 6 at offset 9 it is the same: 0.25 with no gap, 0.92 with a gap of
-# 8.) The shortcut obeys two positional rules, one for each layer:
+# 8, just short of the rule below, and 1.00 with a gap of 9.) The shortcut obeys two
+# positional rules, which we attribute one to each layer:
 #
 # - **layer 0**: the first copy must sit inside positions 0-15, where its training put
 #   first copies (below the dotted line);
@@ -639,11 +681,11 @@ print(f"accuracy without positions: {result['accuracy_without_positions']:.2f}")
 print("layer-0 previous-token scores:", previous_token_score(weights_without[0]))
 
 # %% [markdown]
-# Without its positional embeddings no layer-0 head scores more than even weights
-# give (0.10), and the copy fails. A shortcut and a circuit can score the same on the
-# data they were trained on; only data that moves the pattern, in every direction it
-# can move, tells them apart. The trained model's circuit holds wherever its
-# training's positions reach.
+# Without its positional embeddings no layer-0 head scores more than about what even
+# weights give (0.10), and the copy fails. A shortcut and a circuit can score the same
+# on the data they were trained on; only data that moves the pattern, in every
+# direction it can move, tells them apart. The trained model's circuit holds wherever
+# its training's positions reach.
 #
 # ## 7. The circuit at work
 #
@@ -683,8 +725,8 @@ for temperature in (1.0, 0.5):
 #   prefix-matching, copying) say so on fresh data and at every offset.
 # - Composition scores have a scale: chance (0.125 here) and a ceiling set by the
 #   spectra (about 0.30). A score far from chance says that two heads *could* talk; the
-#   Q-composition of layer-0 head 3, above chance by three standard deviations, is
-#   unused.
+#   Q-composition of layer-0 head 3, above chance by more than three standard
+#   deviations, is unused.
 # - The evidence is causal: resampling the previous-token head's output into layer 1's
 #   keys alone drops the accuracy from 1.00 to 0.06 (0.05 by mean, 0.06 by zero
 #   ablation: here the methods agree, but name the one you quote). Whole-head

@@ -170,6 +170,8 @@ def test_4_the_accuracy_is_a_slow_ramp_then_a_jump(curves):
 
 def test_4_the_loss_stays_within_a_few_hundredths_of_log_32_on_the_ramp(curves):
     history, _, _ = curves
+    loss_at = dict(zip(history["step"], history["loss"], strict=True))
+    assert round(loss_at[5]) == 5 and round(loss_at[50], 1) in (3.5, 3.6)  # the alt text: "from about 5 to near 3.5"
     ramp = (history["step"] > 100) & (history["step"] <= 1400)
     assert np.abs(history["loss"][ramp].reshape(-1, 10).mean(axis=1) - np.log(32)).max() < 0.05  # 50-step means
 
@@ -183,6 +185,8 @@ def test_4_the_induction_loss_falls_from_step_700_long_before_the_jump(curves):
     at = {s: loss[step == s][0] for s in (700, 900, 1300)}
     assert before.mean() - at[700] < 0.1 < before.mean() - at[900]  # the fall begins between 700 and 900
     assert round(at[1300], 1) == 3.1  # "to 3.1 by step 1300"
+    creep = [round(mean_over(history, "accuracy", s - 50, s + 50), 2) for s in (700, 1300)]
+    assert creep == [0.06, 0.11]  # "only creeps (0.06 to 0.11)"
     assert 3.435 <= before.mean() < 3.445  # "from 3.44"
     assert jump - 1300 > 100
 

@@ -143,12 +143,19 @@ def test_3_four_induction_heads_match_at_every_offset_and_copy(model, result):
     assert result["copying"][0][0] < -0.9  # the previous-token head "near -1"
 
 
-def test_3_the_ov_and_qk_diagonals_win_for_most_tokens(model, result):
+def test_3_the_qk_diagonal_wins_for_every_token_and_the_induction_heads_split_the_vocabulary(model, result):
     best = int(np.argmax(result["prefix_matching"][1]))
     ov, qk = ov_circuit(model, 1, best), qk_circuit(model, 1, best, key_through=(0, 0))
     assert copying_score(ov) > 0.95
-    for matrix in (ov, qk):
-        assert np.mean(matrix.argmax(axis=1) == np.arange(32)) > 0.5  # "for most tokens"
+    assert np.mean(qk.argmax(axis=1) == np.arange(32)) == 1.0  # "bright for every token"
+    diagonals = np.array([np.diag(ov_circuit(model, 1, h)) for h in (0, 1, 2, 3)])  # (head, token)
+    assert not np.any((diagonals > 0.91) & (diagonals < 1.07))  # "no diagonal entry ... between 0.91 and 1.07"
+    strong = diagonals > 1
+    assert 11 <= np.sum(strong[best]) <= 13  # the figure's head: "about a dozen"
+    assert strong.sum(axis=1).min() == 12 and strong.sum(axis=1).max() == 14  # "each copies 12-14 tokens"
+    assert strong.sum(axis=0).min() >= 1  # "every token has at least one head"
+    summed = sum(ov_circuit(model, 1, h) for h in (0, 1, 2, 3))
+    assert np.all(summed.argmax(axis=1) == np.arange(32))  # "each row's largest entry on the diagonal"
 
 
 # --- section 4: composition on its scale, and the path ablation ---------------------------------
@@ -182,6 +189,11 @@ def test_4_k_composition_far_from_chance_and_three_quarters_of_the_ceiling_q_and
     z = (others - mean) / sd
     assert np.argwhere(z > 3).tolist() == [[2, 0]]  # one pair over three sd: head 3 with induction head 0
     assert round(Q[3, 0], 2) == 0.15 and round(z[2, 0], 1) == 3.5  # "0.15", "3.5 standard deviations"
+    every = np.concatenate([K[1:].ravel(), Q[1:].ravel(), V[1:].ravel()])  # the 36 scores of heads 1-3
+    assert np.mean(every <= mean) > 0.75  # "most ... at or below chance"
+    assert np.mean((every >= 0.075) & (every < 0.115)) > 0.75  # "(0.08-0.11)"
+    assert round(every.std(), 3) == 0.017 and round(sd, 3) == 0.007  # "0.017, not 0.007"
+    assert every.max() == Q[3, 0]  # "the largest of them"
 
 
 def test_4_the_key_path_ablation_by_each_method_against_the_whole_model(model, result, batch):
@@ -232,6 +244,28 @@ def test_5_one_previous_token_head_and_redundant_induction_heads(model, result, 
     assert acc([(1, None)]) == together  # all of layer 1 is the four induction heads
 
 
+def test_5_without_head_1_the_tokens_only_it_copies_are_right_less_than_half_the_time(model, batch):
+    """Per token, written as loops: which heads raise a token's own logit by more than 1."""
+    tokens, n, offset, gap = batch
+    E, U = model.embed, model.unembed
+    layer = model.layers[1]
+    d, d_k = layer.d_model, layer.d_k
+    strong = np.zeros((4, 32), dtype=bool)
+    for h in range(4):
+        W_v = layer.W_qkv[:, 2 * d + h * d_k : 2 * d + (h + 1) * d_k]
+        W_o = layer.W_o[h * d_k : (h + 1) * d_k]
+        strong[h] = np.array([E[i] @ W_v @ W_o @ U[:, i] for i in range(32)]) > 1
+    only_head_1 = strong[1] & (strong.sum(axis=0) == 1)
+    predicted = model.forward(tokens, ablate=[(1, 1)])[0].argmax(axis=-1)
+    own, other = [], []
+    for b in range(len(tokens)):
+        start = offset[b] + n[b] + gap[b]
+        for t in range(start, start + n[b] - 1):  # the second copy, but its last position
+            (own if only_head_1[tokens[b, t + 1]] else other).append(predicted[b, t] == tokens[b, t + 1])
+    assert round(np.mean(own), 2) == 0.43 and round(np.mean(other), 2) == 0.92  # the notebook's two lines
+    assert np.mean(own) < 0.5 and np.mean(other) > 0.9  # "less than half the time"; "hardly notice"
+
+
 # --- section 6: circuit or shortcut --------------------------------------------------------------
 
 
@@ -242,12 +276,17 @@ def test_6_with_no_gap_the_shortcut_falls_as_the_repeat_moves_and_the_trained_mo
     assert np.nanmin(short[:2], axis=1).max() < 0.1  # n = 4 and 8 "near 0"
     assert round(np.nanmin(short[2]), 2) == 0.49  # n = 12 "to 0.49"
     assert round(np.nanmin(trained), 2) == 0.93  # "at least 0.93 everywhere"
+    assert np.unravel_index(np.nanargmin(trained), trained.shape) == (0, 0)  # "its lowest": blocks of 4, offset 0
+    four, eight = short[0], short[1]  # the alt text's lines
+    assert four[8] < 0.1 and 0.45 < four[12] < 0.55 and four[15:].max() < 0.15  # "near 0 by 8", "0.5 at 12", "from 15"
+    assert eight[11] < 0.1 and eight[:5].min() > 0.85  # "near 0 by offset 11"
 
 
 def test_6_with_the_first_copy_in_place_the_gap_alone_decides(shortcut):
     """Independent cells of 512 sequences each, not the notebook's grid."""
     assert abs(cell(shortcut, 4, 5, 0) - 0.25) < 0.03 and cell(shortcut, 4, 5, 5) > 0.99  # "a quarter", "all"
     assert abs(cell(shortcut, 6, 9, 0) - 0.25) < 0.03 and 0.9 < cell(shortcut, 6, 9, 8) < 0.95  # "0.25", "0.92"
+    assert cell(shortcut, 6, 9, 9) > 0.995  # "1.00 with a gap of 9"
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +305,10 @@ def test_6_the_shortcut_copies_inside_its_two_rules_and_fails_outside_the_traine
     assert np.nanmean(short[(o <= 12) & (g <= o - 4)]) < 0.35  # gap well below the offset: layer 1's rule
     assert np.nanmean(short[(o <= 8) & (g >= 16)]) < 0.3  # copies further apart than training put them
     assert round(np.nanmin(grids["trained"]), 2) == 0.89  # "at least 0.89 in every cell"
+    # the alt text: above the dotted line about 0.1, past gap 13 about 0.2, left of the diagonal fading
+    assert round(np.nanmean(short[o > 12]), 1) == 0.1 and round(np.nanmean(short[(o <= 12) & (g >= 15)]), 1) == 0.2
+    assert round(np.nanmean(short[(o <= 12) & (g < o) & (g >= o - 3)]), 1) == 0.8
+    assert round(np.nanmean(short[(o <= 12) & (g <= o - 8)]), 1) == 0.2
 
 
 def test_6_both_previous_token_heads_are_position_tables_of_different_reach(model, shortcut):
