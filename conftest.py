@@ -28,6 +28,10 @@ It also loads a Hypothesis profile without a deadline: no test here is timed (sp
 measured in ``benchmarks/``), and Hypothesis's 200 ms per example fails a correct test on a
 busy machine.
 
+Two fixtures serve the tests that read the shipped checkpoint, each built once per test file:
+``model`` (the trained two-layer model) and ``batch`` (the notebooks' 512 sequences, seed 2024);
+a file that means another model or batch defines its own fixture of that name.
+
 The tests live in folders that mirror the package (``tests/core/`` for ``mhattn/core/``, and
 so on); the modules they share (``tests/helpers.py``, the oracle, the servers) stay in
 ``tests/`` itself, which this file puts on the import path.
@@ -162,3 +166,31 @@ def built_book(tmp_path_factory):
             _book_build().build(out)
             done.write_text("built\n", encoding="utf-8")
     return out
+
+
+# The shipped trained model and the notebooks' batch, shared by the tests that read them -------
+
+
+@pytest.fixture(scope="module")
+def model():
+    """The shipped two-layer induction model (``mhattn.learn.shipped.load_trained()``), one per test file.
+
+    Module scope: the tests of one file share it, and no file sees what another did to its copy.
+    A test file that means another model defines its own ``model`` fixture, which wins there.
+    """
+    from mhattn.learn.shipped import load_trained
+
+    return load_trained()
+
+
+@pytest.fixture(scope="module")
+def batch():
+    """The notebooks' 512 sequences, ``induction_batch`` of seed 2024: the batch ``measure()`` draws.
+
+    A test file that means another batch defines its own ``batch`` fixture, which wins there.
+    """
+    import numpy as np
+
+    from mhattn.learn.task import induction_batch
+
+    return induction_batch(np.random.default_rng(2024), 512)

@@ -38,6 +38,12 @@ FORWARD_MOVED = {
     for name in ("need_weights", "context", "kv_cache")
 } | {"positions": "positions= turn queries and keys in mhattn.RotaryMultiHeadAttention (rotary positions)"}
 
+MOVED_METHODS = {  # what the full layer has and the formula's class does not, by name
+    name: f"it lives on mhattn.GroupedQueryAttention, the production notebook's layer, which takes everything "
+          f"MultiHeadAttention does (GroupedQueryAttention.{name})"
+    for name in ("from_torch", "from_weights", "to_torch", "project", "head_weights", "qkv_columns", "weights", "vjp")
+}
+
 MODULE_MASK_LAYOUTS = (
     "a mask is boolean (True = this query may attend to this key) with shape (seq_q, seq_k); "
     "(batch or 1, seq_q or 1, seq_k), shared by every head; or (batch or 1, num_heads or 1, seq_q or 1, seq_k). "
@@ -186,7 +192,7 @@ def forward_args(self, x, mask):
         if (
             (dtype is FLOAT64 or dtype is FLOAT32) and W_qkv.dtype is dtype and W_o.dtype is dtype
             and len(shape) == 3 and shape[2] == d_model and W_o.shape == (d_model, d_model)
-            and W_qkv.shape == (d_model, d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k)
+            and W_qkv.shape == (d_model, d_model + 2 * vars(self).get("num_kv_heads", self.num_heads) * self.d_k)
             and (mask is None or type(mask) is np.ndarray and mask.dtype is BOOL and mask.shape == (shape[1], shape[1]))
         ):
             return {"self": self, "x": x, "mask": mask}, None, None, after_the_forward(self, x, mask)
@@ -203,7 +209,7 @@ FLOAT64, FLOAT32, BOOL = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np
 
 def _qkv_width(self):
     """The columns of ``W_qkv``: ``d_model`` for the queries, then the keys' and the values' heads."""
-    return self.d_model + 2 * getattr(self, "num_kv_heads", self.num_heads) * self.d_k
+    return self.d_model + 2 * vars(self).get("num_kv_heads", self.num_heads) * self.d_k
 
 
 def weight_shapes(self):

@@ -174,6 +174,13 @@ def torch_args(cls, module):
         )
     if module.in_proj_weight is None:
         raise ValueError("module must hold one in_proj_weight (torch builds it when kdim == vdim == embed_dim)")
+    for name, weight in (("in_proj_weight", module.in_proj_weight), ("out_proj.weight", module.out_proj.weight)):
+        if not weight.dtype.is_floating_point:
+            raise TypeError(
+                f"module's weights must be of a real floating-point dtype (float32, float64, float16 or bfloat16, "
+                f"say); got module.{name} of dtype {weight.dtype}. This chapter's attention is real: its softmax "
+                "compares real scores, which complex weights do not give"
+            )
     return {"cls": cls, "module": module}, None
 
 

@@ -68,9 +68,10 @@ def axis_index(value, ndim, shape):
 def number_array(name, value):
     """Return ``value`` as an ndarray of real numbers (ints or floats), as given: no cast, no copy.
 
-    Raises ``TypeError`` for booleans, complex numbers, strings, objects and masked arrays
-    (``np.asarray`` would drop the mask and use the masked entries as numbers), and
-    ``ValueError`` for ragged nested lists.
+    Raises ``TypeError`` for booleans, complex numbers, strings, objects, masked arrays
+    (``np.asarray`` would drop the mask and use the masked entries as numbers) and tensors of
+    a dtype NumPy has no equal of (a torch bfloat16 tensor), and ``ValueError`` for ragged
+    nested lists.
     """
     if isinstance(value, np.ma.MaskedArray):
         raise TypeError(
@@ -81,6 +82,8 @@ def number_array(name, value):
         array = np.asarray(value)
     except ValueError:
         raise ValueError(f"{name} must be a rectangular array of numbers; got a ragged nested sequence") from None
+    except TypeError as error:
+        raise unheld_dtype_error(name, value, error) from None
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must hold real numbers; got an array of dtype {array.dtype}")
     return array
@@ -94,6 +97,24 @@ def plain_array(name, value, expected, ragged_hint=""):
         return np.asarray(value)
     except ValueError:
         raise ValueError(f"{name} must be {expected}; got a ragged nested sequence{ragged_hint}") from None
+    except TypeError as error:
+        raise unheld_dtype_error(name, value, error) from None
+
+
+def unheld_dtype_error(name, value, error):
+    """The ``TypeError`` for ``np.asarray(value)`` failing with ``error``: by name, if ``value`` has a ``dtype``.
+
+    A torch tensor of a dtype NumPy has no equal of (bfloat16, float8) cannot become an
+    ndarray; torch's own message, "Got unsupported ScalarType BFloat16", names neither the
+    argument nor the way out. Found by the tensor's ``dtype`` attribute, so torch is never imported.
+    """
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return error
+    return TypeError(
+        f"{name} is a {dtype} {type(value).__name__}, which NumPy cannot hold; convert it to a dtype NumPy "
+        f"has first, e.g. {name}.float()"
+    )
 
 
 def real_array(name, value):

@@ -6,6 +6,7 @@ from ..checks import checked
 from ..checks.module import (
     FORWARD_MOVED,
     MOVED_ARGUMENTS,
+    MOVED_METHODS,
     forward_args,
     heads_method_args,
     init_args,
@@ -130,3 +131,13 @@ class MultiHeadAttention:
 
     def __repr__(self):
         return f"{type(self).__name__}(d_model={self.d_model}, num_heads={self.num_heads}, d_k={self.d_k})"
+
+
+def _missing_attribute(self, name):
+    """``module.name`` for a name the class does not have: an AttributeError that says where a method lives."""
+    if name in MOVED_METHODS:
+        raise AttributeError(f"{type(self).__name__} has no {name}: {MOVED_METHODS[name]}")
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+MultiHeadAttention.__getattr__ = _missing_attribute  # set here: the class notebook 04 shows is the formula alone

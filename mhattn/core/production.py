@@ -89,9 +89,9 @@ class GroupedQueryAttention(RotaryMultiHeadAttention):
         weights (:class:`mhattn.FastMultiHeadAttention` then never holds them all).
         ``context`` (``(batch, seq_k, d_model)``): cross-attention, keys and values from it.
         ``kv_cache`` (:class:`mhattn.KVCache`): causal decoding; this call's keys and values join
-        the cached ones, the new tokens sit at positions ``len(kv_cache)`` onwards, and ``mask``
-        must be None (the cache builds the causal mask). Returns ``(output, weights or None)``,
-        the weights of shape ``(batch, num_heads, seq_q, seq_k)``.
+        the cached ones, the new tokens sit at positions ``len(kv_cache)`` onwards (with RoPE, or at ``positions``,
+        a row per sequence), and ``mask`` must be None (the cache builds the causal mask). Returns ``(output,
+        weights or None)``, the weights of shape ``(batch, num_heads, seq_q, seq_k)``.
 
         Examples
         --------

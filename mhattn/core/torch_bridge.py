@@ -13,15 +13,16 @@ from ..checks.optional import require
 def weights_of(module):
     """``(W_qkv, W_o, num_heads)`` of a bias-free ``torch.nn.MultiheadAttention``, as NumPy copies.
 
-    NumPy has no bfloat16: such weights are widened to float32, which holds every bfloat16
-    value exactly. The module must be bias-free, with ``add_zero_attn=False`` and keys and
-    values of ``embed_dim`` features (its door checks that).
+    NumPy has no bfloat16 (nor float8): such weights are widened to float32, which holds every
+    one of their values exactly. The module must be bias-free, with real floating-point weights,
+    ``add_zero_attn=False`` and keys and values of ``embed_dim`` features (its door checks that).
     """
     torch = require("torch", "torch")
+    numpy_floats = (torch.float16, torch.float32, torch.float64)
 
     def as_numpy(tensor):
         tensor = tensor.detach().cpu()
-        return (tensor.to(torch.float32) if tensor.dtype == torch.bfloat16 else tensor).numpy().copy()
+        return (tensor if tensor.dtype in numpy_floats else tensor.to(torch.float32)).numpy().copy()
 
     W_qkv = as_numpy(module.in_proj_weight).T  # (d_model, 3 d_model): torch's rows [W_q; W_k; W_v], transposed
     W_o = as_numpy(module.out_proj.weight).T  # (d_model, d_model)

@@ -18,6 +18,7 @@ import uuid
 import numpy as np
 
 from .. import checks
+from ..checks.checkpoint_write import save_target
 from .circuits import claims, measure
 from .shipped import training_record
 from .train import BATCH_SIZE, LEARNING_RATE, STEPS, keep_freed_memory, train
@@ -36,6 +37,9 @@ EPILOG = "example: python -m mhattn.train --layers 2 --seed 0 --out induction.np
 #: limit is that mean less six standard deviations.
 MAX_LAYERS = 22
 INTERRUPTED = 130  #: the exit status of a command ended by Ctrl-C (128 + SIGINT), as a shell reports it
+#: The peak memory of one training step, per sequence of the batch: about 90 kB, plus 60 kB per layer, in
+#: float32 (measured on steps of 1024 and 4096 sequences with one and four layers); float64 doubles it.
+STEP_BYTES = {"per_sequence": 90e3, "per_sequence_and_layer": 60e3}
 
 
 def _argument(check):
@@ -78,9 +82,20 @@ def _learning_rate(text):
 
 
 def writable_out(text):
-    """The checkpoint path (``.npz`` appended if missing), after creating and removing a file beside it."""
-    path = checks.checkpoint_path(text)
-    folder = os.path.dirname(os.path.abspath(path))
+    """The checkpoint path (``.npz`` appended if missing), checked as the save will check it, before training.
+
+    A link that another user planted, or a read-only file, is refused as :meth:`InductionModel.save
+    <mhattn.learn.model.InductionModel.save>` refuses it; then a file is created and removed in the folder
+    the checkpoint will be written to.
+    """
+    try:
+        path, target, _ = save_target(text)
+    except (FileNotFoundError, NotADirectoryError):  # no such folder: the probe below says which
+        path = checks.checkpoint_path(text)
+        target = os.path.abspath(path)
+    except OSError as error:  # a link of another user's, a read-only file: its message, without the errno
+        raise OSError(error.strerror or str(error)) from None
+    folder = os.path.dirname(target)
     probe = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.probe")
     try:
         os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -136,8 +151,29 @@ def parser():
 
 
 def parse(argv=None):
-    """The checked arguments: a usage error (exit status 2) for any bad value."""
-    return parser().parse_args(argv)
+    """The checked arguments: a usage error (exit status 2) for any bad value, or a batch this machine cannot hold."""
+    cli = parser()
+    args = cli.parse_args(argv)
+    need = step_bytes(args.batch_size, args.layers, args.dtype)
+    have = physical_memory()
+    if have is not None and need > have:
+        cli.error(f"--batch-size {args.batch_size} needs about {need / 2**30:.0f} GiB for one training step of "
+                  f"{args.layers} layers in {args.dtype}; this machine has {have / 2**30:.0f} GiB")
+    return args
+
+
+def step_bytes(batch_size, layers, dtype):
+    """About how much memory one training step takes, in bytes (:data:`STEP_BYTES`)."""
+    per_sequence = STEP_BYTES["per_sequence"] + STEP_BYTES["per_sequence_and_layer"] * layers
+    return batch_size * per_sequence * (2 if dtype == "float64" else 1)
+
+
+def physical_memory():
+    """The machine's memory in bytes, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def missing_extras(quiet):
@@ -163,13 +199,19 @@ def main(argv=None):
     start, cpu_start = time.perf_counter(), time.process_time()
     keep_freed_memory()  # the command's own process: twice as fast on Linux, no effect on the numbers
     try:
-        model = train(
-            args.layers, seed=args.seed, steps=args.steps, lr=args.lr, batch_size=args.batch_size,
-            dtype=np.dtype(args.dtype), progress=not args.quiet, threads=args.threads,
-        )
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging run is reported below, once, not warned of
+            model = train(
+                args.layers, seed=args.seed, steps=args.steps, lr=args.lr, batch_size=args.batch_size,
+                dtype=np.dtype(args.dtype), progress=not args.quiet, threads=args.threads,
+            )
     except KeyboardInterrupt:
         print(f"interrupted during training: nothing was written, {args.out} is as it was", file=sys.stderr)
         return INTERRUPTED
+    except FloatingPointError as error:  # a step size so large that a step overflowed
+        parser().print_usage(sys.stderr)
+        print(f"python -m mhattn.train: error: training diverged with --lr {args.lr:g} ({error}); a smaller "
+              f"--lr keeps it finite (default: {LEARNING_RATE}). Nothing was written.", file=sys.stderr)
+        return 2
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     settings = {"seed": args.seed, "steps": args.steps, "lr": args.lr, "batch_size": args.batch_size}
     load_after = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -14,10 +14,9 @@ predecessor into its position, and an *induction head* in layer 1 finds the earl
 occurrence of the current token and copies the token that followed it.
 
 :func:`mhattn.learn.load_trained` returns the shipped, trained model (:mod:`.shipped`);
-:func:`mhattn.learn.load_shortcut` a model of the same shape trained only on repeats that start at
-position 0 (a shortcut that does not move with the repeat); :func:`mhattn.learn.train` trains one;
-the measures of :mod:`mhattn.learn` say what its heads do; :func:`mhattn.learn.generate` lets it
-continue a prompt.
+:func:`mhattn.learn.load_shortcut` a model of the same shape trained only on repeats that start at position 0
+(a shortcut that does not move with the repeat); :func:`mhattn.learn.train` trains one; the measures of
+:mod:`mhattn.learn` say what its heads do; :func:`mhattn.learn.generate` lets it continue a prompt.
 """
 
 import copy
@@ -28,13 +27,7 @@ from ..checks import checked
 from ..checks.checkpoint import load_args
 from ..checks.checkpoint_read import read_checkpoint
 from ..checks.checkpoint_write import save_args, stored_arrays, write_atomic
-from ..checks.model import (
-    ablated_layers_args,
-    check_tokens_args,
-    model_forward_args,
-    model_init_args,
-    model_no_args,
-)
+from ..checks.model import ablated_layers_args, check_tokens_args, model_forward_args, model_init_args, model_no_args
 from ..core.masks import causal_mask
 from ..core.multihead import MultiHeadAttention
 from ..core.rotary import RotaryMultiHeadAttention
@@ -83,7 +76,7 @@ class InductionModel:
     vocab, max_len, d_model, num_heads : int
     history : dict of ndarray
         The training curve, ``{"step", "loss", "accuracy", "probe_step", ...}`` (empty before training).
-    layer_classes : tuple of classes
+    layer_classes : tuple of classes, read-only
         The classes a checkpoint rebuilds its layers as; :meth:`save` refuses any other layer.
 
     Examples
@@ -93,7 +86,10 @@ class InductionModel:
     InductionModel(num_layers=2, vocab=6, max_len=8, d_model=8, num_heads=2)
     """
 
-    layer_classes = LAYER_CLASSES
+    @property
+    def layer_classes(self):
+        """:data:`LAYER_CLASSES`, read-only: the classes :meth:`load` rebuilds a checkpoint's layers as."""
+        return LAYER_CLASSES
 
     @checked(model_init_args)
     def __init__(self, num_layers=2, *, vocab=VOCAB, max_len=MAX_LEN, d_model=D_MODEL, num_heads=NUM_HEADS, seed=0):
@@ -110,8 +106,7 @@ class InductionModel:
         """Every trainable array by its checkpoint name (the live arrays: update them in place)."""
         params = {"embed": self.embed, "pos": self.pos, "unembed": self.unembed}
         for i, layer in enumerate(self.layers):
-            params[f"layer{i}.W_qkv"] = layer.W_qkv
-            params[f"layer{i}.W_o"] = layer.W_o
+            params |= {f"layer{i}.W_qkv": layer.W_qkv, f"layer{i}.W_o": layer.W_o}
         return params
 
     @checked(model_forward_args)
@@ -297,3 +292,9 @@ def _silenced(layers, ablate):
         layer.W_o = W_o
         layers[layer_index] = layer
     return layers
+
+
+def __getattr__(name):  # the shipped models' loaders live in mhattn.learn: an ImportError that says so
+    if name in ("load_trained", "load_shortcut", "training_record"):
+        raise ImportError(f"{name} lives in mhattn.learn (from mhattn.learn import {name}), not in mhattn.learn.model")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

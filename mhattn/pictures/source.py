@@ -17,8 +17,8 @@ def show_source(obj, *, docstring=False):
     package runs, and nbval fails if the package changes without the notebook's stored
     output being refreshed. A listing shows what the code does: the plain function behind a
     door (``__wrapped__``), without the ``@checked(...)`` lines that check a method's
-    arguments, and without docstrings unless asked for. The documentation and the checks
-    stay one ``?`` away (``obj?`` in Jupyter).
+    arguments, without a class's ``__repr__`` (how it prints), and without docstrings unless
+    asked for. The documentation and the checks stay one ``?`` away (``obj?`` in Jupyter).
 
     Parameters
     ----------
@@ -37,7 +37,7 @@ def show_source(obj, *, docstring=False):
     >>> listing.data.splitlines()[:2]
     ['```python', 'def without_docstrings(source):']
     """
-    source = without_door_decorators(inspect.getsource(inspect.unwrap(obj)))
+    source = without_reprs(without_door_decorators(inspect.getsource(inspect.unwrap(obj))))
     code = source if docstring else without_docstrings(source)
     return require("IPython.display").Markdown(f"```python\n{code.rstrip()}\n```")
 
@@ -55,12 +55,29 @@ def _without_lines(source, drop):
 
 
 def without_docstrings(source):
-    """``source`` with the docstring of every function and class in it removed (whole lines)."""
-    drop = set()
+    """``source`` with the docstring of every function and class in it removed (whole lines).
+
+    A class's docstring goes with the blank line after it, which separated it from the methods.
+    """
+    drop, lines = set(), source.splitlines()
     for node in _definitions(source):
         if ast.get_docstring(node) is not None:
             first = node.body[0]
             drop.update(range(first.lineno - 1, first.end_lineno))
+            if isinstance(node, ast.ClassDef) and first.end_lineno < len(lines) and not lines[first.end_lineno].strip():
+                drop.add(first.end_lineno)
+    return _without_lines(source, drop)
+
+
+def without_reprs(source):
+    """``source`` without the ``__repr__`` methods of its classes, and the blank line before each (whole lines)."""
+    drop, lines = set(), source.splitlines()
+    for node in _definitions(source):
+        if isinstance(node, ast.FunctionDef) and node.name == "__repr__" and node.col_offset > 0:
+            start = min([node.lineno] + [decorator.lineno for decorator in node.decorator_list]) - 1
+            drop.update(range(start, node.end_lineno))
+            if start > 0 and not lines[start - 1].strip():
+                drop.add(start - 1)
     return _without_lines(source, drop)
 
 

@@ -29,7 +29,6 @@ from browser_path import chromium_path
 from serving import serve
 
 from mhattn.explorer.frame import State, compute_frame
-from mhattn.learn.shipped import load_trained
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = chromium_path()  # MHATTN_CHROMIUM, else /usr/bin/chromium
@@ -80,11 +79,6 @@ def site(tmp_path_factory):
     folder = tmp_path_factory.mktemp("explorer")
     live_explorer.write_standalone(folder)
     return folder
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_trained()
 
 
 def open_page(browser, url, base, viewport=(1000, 1000), ready="window.__explorerFrame"):

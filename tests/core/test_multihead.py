@@ -187,6 +187,16 @@ def test_repr_names_the_sizes():
 # --- float16, overflow and empty sequences ----------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["from_torch", "from_weights", "to_torch", "project", "head_weights", "qkv_columns",
+                                  "weights", "vjp"])
+def test_a_method_of_the_full_layer_asked_of_the_formulas_class_says_where_it_lives(name):
+    for module in (MultiHeadAttention(8, 2), mhattn.RotaryMultiHeadAttention(8, 2, rope=True)):
+        with pytest.raises(AttributeError, match=f"has no {name}: it lives on mhattn.GroupedQueryAttention"):
+            getattr(module, name)
+    assert callable(getattr(mhattn.GroupedQueryAttention(8, 2), name))  # where the message sends the reader
+    assert not hasattr(MultiHeadAttention(8, 2), "no_such_method")  # any other name: the usual AttributeError
+
+
 def test_float16_module_returns_float16_close_to_float32():
     mha = MultiHeadAttention(32, 4, seed=1)
     x = np.random.default_rng(1).standard_normal((2, 10, 32)).astype(np.float16)

@@ -250,20 +250,67 @@ def test_to_torch_and_back_keeps_every_weight_and_output(batch_first):
     assert not np.shares_memory(back.W_qkv, module.in_proj_weight.detach().numpy())
 
 
+@pytest.mark.parametrize("module_class", [GroupedQueryAttention, FastMultiHeadAttention])
 @pytest.mark.parametrize(
     "options, message",
     [
         ({"bias": True}, "module must have no biases"),
         ({"bias": False, "add_bias_kv": True}, "module must have no biases"),
+        ({"bias": False, "add_zero_attn": True}, "module must have add_zero_attn=False"),
         ({"bias": False, "kdim": 16, "vdim": 16}, "module must take keys and values of embed_dim = 32 features"),
     ],
 )
-def test_from_torch_refuses_what_this_module_cannot_hold(options, message):
+def test_from_torch_refuses_what_this_module_cannot_hold(module_class, options, message):
     require_torch()
     with pytest.raises(ValueError, match=message):
-        GroupedQueryAttention.from_torch(torch.nn.MultiheadAttention(D_MODEL, HEADS, **options))
+        module_class.from_torch(torch.nn.MultiheadAttention(D_MODEL, HEADS, **options))
     with pytest.raises(TypeError, match="module must be a torch.nn.MultiheadAttention; got Linear"):
-        GroupedQueryAttention.from_torch(torch.nn.Linear(4, 4))
+        module_class.from_torch(torch.nn.Linear(4, 4))
+
+
+@pytest.mark.filterwarnings("ignore:Complex modules:UserWarning")  # torch's own notice on .to(complex64)
+@pytest.mark.parametrize("module_class", [GroupedQueryAttention, FastMultiHeadAttention])
+def test_from_torch_refuses_a_complex_module_before_building_a_layer(module_class):
+    require_torch()
+    module = torch.nn.MultiheadAttention(D_MODEL, HEADS, bias=False).to(torch.complex64)
+    message = r"module's weights must be of a real floating-point dtype .*got module.in_proj_weight of dtype " \
+              r"torch.complex64"
+    with pytest.raises(TypeError, match=message):
+        module_class.from_torch(module)
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
+def test_from_torch_of_a_module_in_a_dtype_numpy_lacks_gives_its_weights_and_outputs_in_float32(dtype, batch_first):
+    # NumPy has neither dtype, and float32 holds every value of both exactly (bfloat16 is float32
+    # with 8 of its 24 mantissa bits; float8_e4m3fn has fewer bits and a narrower exponent), so
+    # the copies must equal the module's weights bit for bit. The outputs are compared with the
+    # same module in float32 (module.float(), the same weights): both sides compute in float32,
+    # each within the bound of the float32 test above, eps32 * (2 d_model + d_k + seq) * 8
+    # (torch's initialisation keeps every weight below sqrt(3/2) / sqrt(d_model), and every
+    # activation stays below 4 here), so they differ by at most twice that (measured: 1.5e-7);
+    # a transposed W_q errs by 0.3.
+    require_torch()
+    torch.manual_seed(24)
+    module = torch.nn.MultiheadAttention(D_MODEL, HEADS, bias=False, batch_first=batch_first)
+    module = module.to(getattr(torch, dtype))
+    mha = GroupedQueryAttention.from_torch(module)
+    assert mha.W_qkv.dtype == mha.W_o.dtype == np.float32
+    twin = module.float()  # the same weights, widened exactly
+    np.testing.assert_array_equal(mha.W_qkv, twin.in_proj_weight.detach().numpy().T)
+    np.testing.assert_array_equal(mha.W_o, twin.out_proj.weight.detach().numpy().T)
+    x = tokens(25, np.float32)
+    output = mha(x)[0]
+    assert output.dtype == np.float32
+    t = torch.from_numpy(x if batch_first else x.transpose(1, 0, 2).copy())
+    with torch.no_grad():
+        expected = twin(t, t, t, need_weights=False)[0].numpy()
+    expected = expected if batch_first else expected.transpose(1, 0, 2)
+    np.testing.assert_allclose(output, expected, rtol=0, atol=2 * EPS32 * (2 * D_MODEL + D_K + SEQ) * 8)
+    back = mha.to_torch(batch_first=batch_first)
+    assert back.in_proj_weight.dtype == back.out_proj.weight.dtype == torch.float32
+    assert torch.equal(back.in_proj_weight, twin.in_proj_weight)
+    assert torch.equal(back.out_proj.weight, twin.out_proj.weight)
 
 
 def test_from_torch_refuses_no_module_and_a_module_with_a_nan_weight():

@@ -314,3 +314,34 @@ def test_dropout_with_a_mask_drops_only_among_the_allowed_weights():
     np.testing.assert_array_equal(dropped[..., ~mask], 0.0)  # a masked key stays at exactly zero
     kept = dropped != 0
     np.testing.assert_allclose(dropped[kept], plain[kept] / 0.5, rtol=4 * np.finfo(float).eps)
+
+
+# --- the positions given to project ------------------------------------------------------
+
+
+def rotary_module_and_tokens():
+    """A grouped-query module with RoPE, and tokens of shape (batch, seq_len, d_model) = (2, 4, 16)."""
+    x = np.random.default_rng(5).standard_normal((2, 4, 16))
+    return GroupedQueryAttention(16, 4, num_kv_heads=2, rope=True, seed=0), x
+
+
+@pytest.mark.parametrize(
+    "positions", [[0.5, 1.5, 2.5, 3.5], np.arange(8).reshape(2, 4) + 0.5], ids=["one-row", "a-row-per-sequence"]
+)
+def test_project_refuses_fractional_positions_naming_positions(positions):
+    mha, x = rotary_module_and_tokens()
+    mha.project(x, positions=np.floor(positions).astype(int))  # whole positions of the same shape are taken
+    with pytest.raises(TypeError, match="positions"):
+        mha.project(x, positions=positions)
+
+
+@pytest.mark.parametrize(
+    "positions",
+    [np.arange(3), np.arange(5), np.zeros((2, 3), int), np.zeros((3, 4), int)],
+    ids=["shorter", "longer", "shorter-rows", "a-row-too-many"],
+)
+def test_project_refuses_positions_of_another_length_than_the_tokens(positions):
+    mha, x = rotary_module_and_tokens()
+    np.testing.assert_array_equal(mha.project(x, positions=np.arange(4))[0], mha.project(x)[0])
+    with pytest.raises(ValueError, match="positions"):
+        mha.project(x, positions=positions)

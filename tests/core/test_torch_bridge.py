@@ -4,12 +4,21 @@ torch is an optional test dependency: these tests skip where it is missing, exce
 (CI=true), where a missing torch is a failure, so the comparison always runs there.
 """
 
+import re
+
 import numpy as np
 import pytest
 from helpers import torch_twin
 from oracle import require_torch
 
-from mhattn import GroupedQueryAttention, MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from mhattn import (
+    GroupedQueryAttention,
+    MultiHeadAttention,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+    softmax,
+)
 
 torch = require_torch()
 
@@ -90,3 +99,26 @@ def test_sdpa_weights_equal_softmax_of_torchs_scaled_scores():
     q, k = torch.from_numpy(Q), torch.from_numpy(K)
     expected = torch.softmax(q @ k.transpose(-1, -2) / 5**0.5, dim=-1)
     np.testing.assert_allclose(weights, expected.numpy(), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn], ids=str)
+def test_a_tensor_of_a_dtype_numpy_cannot_hold_is_refused_by_name_with_its_dtype_and_the_conversion(dtype):
+    def message(name):
+        return rf"^{name} is a {re.escape(str(dtype))} Tensor, which NumPy cannot hold; .*e\.g\. {name}\.float\(\)$"
+
+    rng = np.random.default_rng(6)
+    x = torch.from_numpy(rng.standard_normal((2, 5, 8))).to(dtype)
+    weights = [rng.standard_normal((8, 8)) for _ in range(4)]
+    mha = MultiHeadAttention(8, 2, seed=7)
+    with pytest.raises(TypeError, match=message("x")):
+        mha(x=x)
+    with pytest.raises(TypeError, match=message("x")):
+        softmax(x)
+    with pytest.raises(TypeError, match=message("W_q")):
+        GroupedQueryAttention.from_weights(torch.eye(8).to(dtype), *weights[1:], num_heads=2, layout="torch")
+    with pytest.raises(TypeError, match=message("W_k")):
+        GroupedQueryAttention.from_weights(weights[0], torch.eye(8).to(dtype), *weights[2:], num_heads=2,
+                                           layout="torch")
+    # the conversion the message names gives the call it refused
+    np.testing.assert_array_equal(mha(x=x.float())[0], mha(x.float().numpy())[0])
+    np.testing.assert_array_equal(softmax(x.float()), softmax(x.float().numpy()))

@@ -331,6 +331,21 @@ def test_fast_module_with_a_kv_cache():
         assert_modules_agree(modules, x[:, t : t + 1], caches=caches)
 
 
+FAST_MODULES = {
+    "constructor": lambda: FastMultiHeadAttention(d_model=16, num_heads=4),
+    "from_weights": lambda: FastMultiHeadAttention.from_weights(
+        *np.random.default_rng(0).standard_normal((4, 16, 16)), num_heads=4, layout="mhattn"
+    ),
+}
+
+
+@pytest.mark.parametrize("built_by", sorted(FAST_MODULES))
+def test_the_fast_modules_repr_names_its_own_class(built_by):
+    module = FAST_MODULES[built_by]()
+    assert type(module) is FastMultiHeadAttention
+    assert repr(module).startswith("FastMultiHeadAttention(d_model=16, num_heads=4, ")
+
+
 # --- memory -------------------------------------------------------------------------------
 
 

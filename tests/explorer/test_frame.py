@@ -25,13 +25,7 @@ from mhattn.explorer.frame import (
     random_tokens,
 )
 from mhattn.learn.letters import encode_letters
-from mhattn.learn.shipped import load_trained
 from mhattn.pictures.embedding_shift import embedding_shift_2d
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_trained()
 
 
 def rotated(vectors, d_k, base=10000.0):

@@ -13,17 +13,11 @@ from explorer_expected import assert_drawing_matches, drawn, png_pixels
 from mhattn.explorer import explorer
 from mhattn.explorer.frame import DEFAULT_TOKENS
 from mhattn.learn.letters import decode_tokens, encode_letters
-from mhattn.learn.shipped import load_trained
 
 
 @pytest.fixture
 def ex():
     return explorer(d_model=64, num_heads=4, seq_len=8, seed=123, mask="none")
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_trained()
 
 
 @pytest.fixture

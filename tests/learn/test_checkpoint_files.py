@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 import mhattn.learn
+import mhattn.learn.model
 from mhattn import MultiHeadAttention, checks
 from mhattn.learn import cli, letters, shipped
-from mhattn.learn.model import InductionModel
+from mhattn.learn.model import LAYER_CLASSES, InductionModel
 
 TOKENS = np.arange(8) % 8
 NOBODY = 65534  # another user's id: the links below are handed to it
@@ -175,17 +176,22 @@ def test_load_does_not_follow_another_users_link(tmp_path):
 
 
 @needs_root
-def test_the_trainers_out_does_not_follow_another_users_link(tmp_path, capsys):
+@pytest.mark.parametrize("at", ["file", "folder"])
+def test_the_trainers_out_does_not_follow_another_users_link_and_says_so_before_training(
+        tmp_path, capsys, monkeypatch, at):
     victim = _victim(tmp_path)
-    link = tmp_path / "m.npz"
-    link.symlink_to(victim / "m.npz")
+    link = tmp_path / ("m.npz" if at == "file" else "folder")
+    link.symlink_to(victim / "m.npz" if at == "file" else victim)
     os.lchown(link, NOBODY, NOBODY)
-    before = set(tmp_path.rglob("*"))
-    assert cli.main(["--out", str(link), "--steps", "1", "--batch-size", "2", "--quiet", "--layers", "1"]) == 1
-    err = capsys.readouterr().err
-    assert f"symbolic link owned by user {NOBODY}" in err and "the trained model was not saved" in err
+    out = link if at == "file" else link / "new.npz"
+    monkeypatch.setattr(cli, "train", lambda *args, **kwargs: pytest.fail("trained before refusing --out"))
+    before = {path: path.lstat() for path in tmp_path.rglob("*")}
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["--out", str(out), "--steps", "1", "--batch-size", "2", "--quiet", "--layers", "1"])
+    assert ended.value.code == 2  # a usage error, before any step
+    assert f"symbolic link owned by user {NOBODY}" in capsys.readouterr().err
     assert (victim / "m.npz").read_bytes() == b"a file the link's owner may not write" and link.is_symlink()
-    assert set(tmp_path.rglob("*")) == before  # nothing written beside it either
+    assert {path: path.lstat() for path in tmp_path.rglob("*")} == before  # nothing written, not even a probe
 
 
 @pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
@@ -264,6 +270,26 @@ def test_a_layer_of_another_class_is_refused_on_save(tmp_path):
     with pytest.raises(ValueError, match="layer0 is a _Doubled, which a checkpoint cannot hold"):
         model.save(tmp_path / "m.npz")
     assert os.listdir(tmp_path) == []
+
+
+def test_the_layer_classes_a_checkpoint_holds_cannot_be_widened(tmp_path):
+    """load rebuilds exactly LAYER_CLASSES: naming another class on a model must not make save accept it."""
+    model = _model()
+    with pytest.raises(AttributeError):
+        model.layer_classes = (*model.layer_classes, _Doubled)
+    assert model.layer_classes == LAYER_CLASSES
+    model.layers[0] = _Doubled(16, 2)
+    with pytest.raises(ValueError, match="layer0 is a _Doubled"):
+        model.save(tmp_path / "m.npz")
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_shipped_models_loaders_say_where_they_live():
+    for name in ("load_trained", "load_shortcut", "training_record"):
+        with pytest.raises(ImportError, match=f"{name} lives in mhattn.learn"):
+            exec(f"from mhattn.learn.model import {name}", {})
+    with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
+        mhattn.learn.model.nothing_here  # noqa: B018
 
 
 def test_a_grouped_query_layer_in_a_checkpoint_is_named(tmp_path):

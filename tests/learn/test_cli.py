@@ -90,3 +90,54 @@ def _wrap(train, folder, trained):
         return trained["model"]
 
     return train_then_remove_the_folder
+
+
+def _never_trains(monkeypatch):
+    monkeypatch.setattr(cli, "train", lambda *args, **kwargs: pytest.fail("trained before refusing the arguments"))
+
+
+def test_a_read_only_out_is_a_usage_error_before_training(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "m.npz"
+    path.write_bytes(b"an earlier checkpoint")
+    path.chmod(0o444)
+    _never_trains(monkeypatch)
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["--out", str(path)] + TINY)
+    assert ended.value.code == 2 and "read-only (mode 444)" in capsys.readouterr().err
+    assert path.read_bytes() == b"an earlier checkpoint" and os.listdir(tmp_path) == ["m.npz"]
+
+
+def test_a_batch_larger_than_the_machine_can_hold_is_a_usage_error_before_training(tmp_path, capsys, monkeypatch):
+    _never_trains(monkeypatch)
+    monkeypatch.setattr(cli, "physical_memory", lambda: 8 * 2**30)  # an 8 GiB machine
+    with pytest.raises(SystemExit) as ended:
+        cli.main(["--out", str(tmp_path / "m"), "--batch-size", "100000000", "--quiet"])
+    err = capsys.readouterr().err
+    assert ended.value.code == 2 and "--batch-size 100000000 needs about" in err and "this machine has 8 GiB" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_step_memory_estimate_bounds_a_real_step(tmp_path):
+    """The estimate of one step's memory is at least what a step of 1024 sequences and 3 layers really takes."""
+    script = textwrap.dedent("""
+        import resource
+        from mhattn.learn.train import initial_model
+        from mhattn.learn.training_step import loss_and_grads
+        from mhattn.learn.task import induction_batch
+        import numpy as np
+        model = initial_model(3, 0)
+        tokens, n, *_ = induction_batch(np.random.default_rng(0), 1024)
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        loss_and_grads(model, tokens, n, np.float32)
+        print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)
+    """)
+    grown = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                               env=os.environ | {"OPENBLAS_NUM_THREADS": "1"}).stdout)
+    assert grown <= cli.step_bytes(1024, 3, "float32")
+
+
+def test_a_step_size_that_makes_training_diverge_ends_in_a_usage_message(tmp_path, capsys):
+    assert cli.main(["--out", str(tmp_path / "m"), "--lr", "1e30"] + TINY) == 2
+    err = capsys.readouterr().err
+    assert "usage:" in err and "training diverged with --lr 1e+30" in err and "a smaller --lr" in err
+    assert os.listdir(tmp_path) == []

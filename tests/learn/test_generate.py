@@ -12,14 +12,8 @@ import mhattn.learn
 from mhattn.learn.generate import generate
 from mhattn.learn.letters import decode_tokens, encode_letters
 from mhattn.learn.model import InductionModel
-from mhattn.learn.shipped import load_trained
 
 generation = importlib.import_module("mhattn.learn.generate")  # the module (mhattn.learn.generate is its door)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_trained()
 
 
 def logits_by_recomputing(model, prompt, written):

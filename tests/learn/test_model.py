@@ -27,11 +27,6 @@ checked_encode_letters = mhattn.learn.encode_letters
 
 
 @pytest.fixture(scope="module")
-def trained():
-    return load_trained()
-
-
-@pytest.fixture(scope="module")
 def batch():
     """512 fresh sequences, from a seed the training never saw."""
     return induction_batch(np.random.default_rng(2024), 512, at_start=True)[:2]
@@ -64,18 +59,18 @@ def test_checkpoint_has_the_documented_keys_shapes_and_layout():
     assert all(np.isfinite(array).all() for name, array in arrays.items() if name not in words)
 
 
-def test_checkpoint_layout_is_the_modules_queries_keys_values(trained):
+def test_checkpoint_layout_is_the_modules_queries_keys_values(model):
     """Columns [0, d) make queries, [d, 2d) keys, [2d, 3d): recomputing head h by hand gives the module's weights."""
     tokens = induction_batch(np.random.default_rng(0), 2)[0]
-    layer = trained.layers[0]
-    x = trained.embed[tokens] + trained.pos  # (2, max_len, d_model)
-    _, weights = layer(x, causal_mask(trained.max_len))
+    layer = model.layers[0]
+    x = model.embed[tokens] + model.pos  # (2, max_len, d_model)
+    _, weights = layer(x, causal_mask(model.max_len))
     d, d_k = layer.d_model, layer.d_k
     for h in range(layer.num_heads):
         cols = slice(h * d_k, (h + 1) * d_k)
         q = x @ layer.W_qkv[:, :d][:, cols]  # (2, seq, d_k)
         k = x @ layer.W_qkv[:, d : 2 * d][:, cols]
-        scores = np.where(causal_mask(trained.max_len), q @ k.transpose(0, 2, 1) / np.sqrt(d_k), -np.inf)
+        scores = np.where(causal_mask(model.max_len), q @ k.transpose(0, 2, 1) / np.sqrt(d_k), -np.inf)
         np.testing.assert_allclose(weights[:, h], softmax(scores), rtol=0, atol=1e-12)
 
 
@@ -116,15 +111,15 @@ def test_a_loaded_history_names_the_steps_its_probes_ran_at(tmp_path, probe_step
 # --- the shipped checkpoint at work (the heads' scores: tests/learn/test_circuits.py) ---------------------
 
 
-def test_accuracy_on_the_repeated_half_is_at_least_0_9(trained, batch):
+def test_accuracy_on_the_repeated_half_is_at_least_0_9(model, batch):
     tokens, n = batch
-    assert accuracy(trained.forward(tokens)[0], tokens, n) >= 0.9
+    assert accuracy(model.forward(tokens)[0], tokens, n) >= 0.9
 
 
-def test_zeroing_layer0_costs_at_least_0_4(trained, batch):
+def test_zeroing_layer0_costs_at_least_0_4(model, batch):
     tokens, n = batch
-    full = accuracy(trained.forward(tokens)[0], tokens, n)
-    assert full - accuracy(trained.forward(tokens, ablate=[(0, None)])[0], tokens, n) >= 0.4
+    full = accuracy(model.forward(tokens)[0], tokens, n)
+    assert full - accuracy(model.forward(tokens, ablate=[(0, None)])[0], tokens, n) >= 0.4
 
 
 def test_one_layer_trained_the_same_way_stays_far_below(batch):
@@ -132,21 +127,21 @@ def test_one_layer_trained_the_same_way_stays_far_below(batch):
     assert accuracy(load_trained(1).forward(tokens)[0], tokens, n) < 0.7
 
 
-def test_without_positions_the_induction_circuit_breaks(trained):
+def test_without_positions_the_induction_circuit_breaks(model):
     """The previous-token head finds t - 1 by position: without positions it cannot, and induction fails."""
     tokens, n, *_ = induction_batch(np.random.default_rng(5), 256, at_start=True)
-    logits, _ = trained.forward(tokens, use_positions=False)
+    logits, _ = model.forward(tokens, use_positions=False)
     assert accuracy(logits, tokens, n) < 0.5
 
 
-def test_typed_letters_light_up_the_induction_head(trained):
+def test_typed_letters_light_up_the_induction_head(model):
     """The explorer's example: on the repeat of "a b c d x", a layer-1 head looks right after the earlier copy.
 
     The repeat starts at position 0 here; the model copies at other offsets too
     (tests/learn/test_induction_model.py measures every offset).
     """
     tokens = encode_letters("a b c d x a b c")
-    logits, weights = trained.forward(tokens)
+    logits, weights = model.forward(tokens)
     assert decode_tokens(logits.argmax(-1)[5:]) == "b c d"  # the second a, b, c predict what followed them
     on_target = weights[1][:, [5, 6, 7], [1, 2, 3]]  # (num_heads, 3): the second a, b, c -> keys 1, 2, 3
     assert on_target.mean(axis=1).max() > 0.5
@@ -200,47 +195,47 @@ def naive_forward(model, tokens, ablated=()):
 
 
 @pytest.mark.parametrize("ablate", [(), ((0, None),), ((1, 2),), ((0, 1), (1, 0), (1, 3))])
-def test_forward_and_ablation_equal_a_loop_over_heads(trained, ablate):
+def test_forward_and_ablation_equal_a_loop_over_heads(model, ablate):
     tokens = induction_batch(np.random.default_rng(9), 1)[0][0][:20]
-    logits, weights = trained.forward(tokens, ablate=ablate)
-    assert logits.shape == (20, trained.vocab) and [w.shape for w in weights] == [(4, 20, 20)] * 2
-    np.testing.assert_allclose(logits, naive_forward(trained, tokens, set(ablate)), rtol=0, atol=1e-10)
+    logits, weights = model.forward(tokens, ablate=ablate)
+    assert logits.shape == (20, model.vocab) and [w.shape for w in weights] == [(4, 20, 20)] * 2
+    np.testing.assert_allclose(logits, naive_forward(model, tokens, set(ablate)), rtol=0, atol=1e-10)
 
 
-def test_batched_forward_equals_one_sequence_at_a_time(trained):
+def test_batched_forward_equals_one_sequence_at_a_time(model):
     tokens = induction_batch(np.random.default_rng(10), 3)[0]
-    logits, weights = trained.forward(tokens)
+    logits, weights = model.forward(tokens)
     assert logits.shape == (3, 32, 32) and weights[0].shape == (3, 4, 32, 32)
     for b in range(3):
-        single, single_weights = trained.forward(tokens[b])
+        single, single_weights = model.forward(tokens[b])
         np.testing.assert_allclose(logits[b], single, rtol=0, atol=1e-12)
         np.testing.assert_allclose(weights[1][b], single_weights[1], rtol=0, atol=1e-15)
-    assert np.array_equal(trained.predict(tokens), logits.argmax(-1))
+    assert np.array_equal(model.predict(tokens), logits.argmax(-1))
 
 
-def test_ablation_leaves_the_model_untouched(trained):
-    before = {name: array.copy() for name, array in trained.parameters().items()}
-    trained.forward(np.arange(10), ablate=[(0, None), (1, 2)])
-    assert all(np.array_equal(array, before[name]) for name, array in trained.parameters().items())
+def test_ablation_leaves_the_model_untouched(model):
+    before = {name: array.copy() for name, array in model.parameters().items()}
+    model.forward(np.arange(10), ablate=[(0, None), (1, 2)])
+    assert all(np.array_equal(array, before[name]) for name, array in model.parameters().items())
 
 
-def test_layers_are_the_chapters_module(trained):
-    assert all(type(layer) is MultiHeadAttention for layer in trained.layers)
-    assert trained.vocab == 32 and trained.max_len == 32 and trained.d_model == 64 and trained.num_heads == 4
+def test_layers_are_the_chapters_module(model):
+    assert all(type(layer) is MultiHeadAttention for layer in model.layers)
+    assert model.vocab == 32 and model.max_len == 32 and model.d_model == 64 and model.num_heads == 4
 
 
-def test_without_positions_and_mask_attention_is_permutation_equivariant(trained):
+def test_without_positions_and_mask_attention_is_permutation_equivariant(model):
     """Shuffle the tokens, and the outputs shuffle the same way: attention alone cannot see order."""
     tokens = encode_letters("a b c d x a b c")
     perm = np.random.default_rng(11).permutation(len(tokens))
-    layer = trained.layers[0]
-    x = trained.embed[tokens][None]  # (1, 8, d_model): no positions
+    layer = model.layers[0]
+    x = model.embed[tokens][None]  # (1, 8, d_model): no positions
     out, _ = layer(x)
     out_shuffled, _ = layer(x[:, perm])
     np.testing.assert_allclose(out_shuffled, out[:, perm], rtol=0, atol=1e-12)
     # with positions added after the shuffle, the shuffled sequence is a different input
-    shuffled_with_positions = x[:, perm] + trained.pos[:8]
-    assert not np.allclose(layer(shuffled_with_positions)[0], layer(x + trained.pos[:8])[0][:, perm], atol=1e-3)
+    shuffled_with_positions = x[:, perm] + model.pos[:8]
+    assert not np.allclose(layer(shuffled_with_positions)[0], layer(x + model.pos[:8])[0][:, perm], atol=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -253,16 +248,16 @@ def test_without_positions_and_mask_attention_is_permutation_equivariant(trained
         (np.array([-1, 3]), ValueError, r"ids in \[0, 32\)"),
     ],
 )
-def test_forward_rejects_bad_tokens(trained, bad, error, message):
+def test_forward_rejects_bad_tokens(model, bad, error, message):
     with pytest.raises(error, match=message):
-        trained.forward(bad)
+        model.forward(bad)
 
 
-def test_ablate_rejects_layers_and_heads_that_do_not_exist(trained):
+def test_ablate_rejects_layers_and_heads_that_do_not_exist(model):
     with pytest.raises(ValueError, match="layer must be in"):
-        trained.forward(np.arange(4), ablate=[(2, None)])
+        model.forward(np.arange(4), ablate=[(2, None)])
     with pytest.raises(ValueError, match="head must be None or in"):
-        trained.forward(np.arange(4), ablate=[(0, 4)])
+        model.forward(np.arange(4), ablate=[(0, 4)])
 
 
 # --- letters -----------------------------------------------------------------------------------------

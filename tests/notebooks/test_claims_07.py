@@ -11,7 +11,7 @@ import pytest
 from mhattn import MultiHeadAttention, causal_mask, multihead_vjp, padding_mask
 from mhattn.learn.circuits import loss_report, measure
 from mhattn.learn.shipped import load_trained, training_record
-from mhattn.learn.task import determined_positions, induction_batch, repeated_positions
+from mhattn.learn.task import determined_positions, repeated_positions
 from mhattn.learn.train import (
     BATCH_SIZE,
     EDGE_SHARE,
@@ -26,18 +26,8 @@ from mhattn.learn.training_probes import PROBE_SIZE
 
 
 @pytest.fixture(scope="module")
-def model():
-    return load_trained()
-
-
-@pytest.fixture(scope="module")
 def one_layer():
     return load_trained(1)
-
-
-@pytest.fixture(scope="module")
-def batch():
-    return induction_batch(np.random.default_rng(2024), 512)  # the notebook's 512 sequences, as measure() draws them
 
 
 # --- section 2: central differences -------------------------------------------------------------

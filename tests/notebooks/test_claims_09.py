@@ -34,17 +34,12 @@ from mhattn.learn.circuits import (
 )
 from mhattn.learn.generate import generate
 from mhattn.learn.letters import decode_tokens, encode_letters
-from mhattn.learn.shipped import load_shortcut, load_trained
+from mhattn.learn.shipped import load_shortcut
 from mhattn.learn.task import accuracy, induction_batch, layout
 from mhattn.learn.train import EDGE_SHARE, initial_model
 from mhattn.learn.weight_circuits import head_weights
 
 CHANCE = 1 / 32  # one token of 32, guessed at random
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_trained()
 
 
 @pytest.fixture(scope="module")
@@ -55,11 +50,6 @@ def shortcut():
 @pytest.fixture(scope="module")
 def result(model):
     return measure(model)  # the notebook's measure(model): 512 sequences, seed 2024
-
-
-@pytest.fixture(scope="module")
-def batch():
-    return induction_batch(np.random.default_rng(2024), 512)  # the set-up's batch, the one measure() uses
 
 
 def cut(model, batch, heads, reads, method):

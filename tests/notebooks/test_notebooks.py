@@ -553,15 +553,15 @@ LISTING_LINES = 25
 
 
 def listing_lengths(nb):
-    """Lines of code (blank ones not counted, as the book's reading time counts them) of each
-    ```python listing that a code cell's stored output shows (``show_source``)."""
+    """Lines, blank ones included (the height the reader sees), of each ```python listing that a
+    code cell's stored output shows (``show_source``)."""
     lengths = []
     for cell in nb.cells:
         for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
             shown = output.get("data", {}).get("text/markdown", "")
             if shown.startswith("```python"):
                 code = shown.strip().splitlines()[1:-1]  # without the fences
-                lengths.append(sum(1 for line in code if line.strip()))
+                lengths.append(len(code))
     return lengths
 
 
@@ -569,7 +569,7 @@ def test_listing_lengths_count_the_code_between_the_fences():
     cell = new_code_cell("show_source(f)")
     shown = {"text/markdown": "```python\na\n\nb\n```"}
     cell.outputs = [nbformat.v4.new_output("execute_result", shown, execution_count=1)]
-    assert listing_lengths(new_notebook(cells=[cell, new_markdown_cell("```python\nx\n```")])) == [2]
+    assert listing_lengths(new_notebook(cells=[cell, new_markdown_cell("```python\nx\n```")])) == [3]
 
 
 @pytest.mark.parametrize("name", NAMES)
