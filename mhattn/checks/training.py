@@ -56,7 +56,8 @@ def adam_step_args(self, grads):
     """Arguments of :meth:`mhattn.learn.optim.Adam.step`: everything the step touches, checked before any of it moves.
 
     ``grads`` holds one finite array per parameter, of its shape; every parameter is still a
-    writable float array of the shape its moments have.
+    writable float array of the shape its moments have; and the step cannot overflow
+    (:func:`_step_fits`).
     """
     if not isinstance(grads, dict):
         raise TypeError(f"grads must be a dict of arrays, one per parameter; got {type(grads).__name__}")
@@ -66,6 +67,7 @@ def adam_step_args(self, grads):
                          f"unknown {unknown}")
     if set(self.params) != set(self.m):
         raise ValueError(f"params must keep the names Adam was built with {sorted(self.m)}; got {sorted(self.params)}")
+    lr, t = learning_rate(self.lr), self.t + 1  # the step size and the number of the step about to be taken
     checked = {}
     for name, p in self.params.items():
         _parameter(name, p)
@@ -76,7 +78,44 @@ def adam_step_args(self, grads):
         if g.shape != p.shape:
             raise ValueError(f"grads[{name!r}] must have the parameter's shape {p.shape}; got shape {g.shape}")
         checked[name] = finite(f"grads[{name!r}]", g)
+        _step_fits(name, p, g, self.m[name], lr, t, self.beta1, self.beta2, self.eps)
     return {"self": self, "grads": checked}, None
+
+
+def _step_fits(name, p, g, m, lr, t, beta1, beta2, eps):
+    """Raise ``ValueError`` if step ``t`` of Adam could overflow ``p``'s dtype: checked before anything moves.
+
+    Each bound follows the step's own arithmetic. ``g * g`` stays finite if ``max|g| <
+    sqrt(max)``. The new first moment over its bias correction, ``m_hat``, is at most
+    ``moment = (beta1 max|m| + (1 - beta1) max|g|) / (1 - beta1**t)``, and ``lr * moment`` must
+    stay finite. A weight moves by at most ``lr * min(ratio, moment / eps)``, with ``ratio`` a
+    bound on ``|m_hat| / sqrt(v_hat)`` by Cauchy-Schwarz over the gradients' history (``r =
+    beta1**2 / beta2``): ``(1 - beta1) / sqrt(1 - beta2) * sqrt(sum_{k<t} r**k) * sqrt(1 -
+    beta2**t) / (1 - beta1**t)``, which is 1 at the first step; ``max|p|`` plus that must stay
+    finite.
+    """
+    if not p.size:
+        return
+    top = float(np.finfo(p.dtype).max)
+    g_max, m_max, p_max = (float(np.abs(a).max()) for a in (g, m, p))
+    if not g_max < math.sqrt(top):
+        raise ValueError(f"grads[{name!r}] must stay below {math.sqrt(top):.3g} in size, as Adam squares it in "
+                         f"{p.dtype}; got {g_max:.3g}")
+    moment = (beta1 * m_max + (1 - beta1) * g_max) / (1 - beta1**t)
+    largest_move = lr * min(adam_ratio_bound(t, beta1, beta2), moment / eps)
+    if not (lr * moment < top and p_max + largest_move < top):
+        raise ValueError(f"lr = {lr:g} could move params[{name!r}] (largest {p_max:.3g}) by up to "
+                         f"{largest_move:.3g}, beyond {p.dtype}'s largest number: use a smaller lr")
+
+
+def adam_ratio_bound(t, beta1, beta2):
+    """A bound on Adam's ``|m_hat| / sqrt(v_hat)`` at step ``t``, whatever the gradients (:func:`_step_fits`)."""
+    r = beta1**2 / beta2
+    try:
+        history = t if r == 1 else (1 - r**t) / (1 - r)  # the sum of r**k for k < t
+    except OverflowError:  # r > 1 and t large: this bound says nothing (the one through eps still does)
+        return math.inf
+    return (1 - beta1) / math.sqrt(1 - beta2) * math.sqrt(history) * math.sqrt(1 - beta2**t) / (1 - beta1**t)
 
 
 # --- mhattn.learn.losses -----------------------------------------------------------------------

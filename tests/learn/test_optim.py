@@ -72,6 +72,43 @@ def test_a_read_only_parameter_is_refused_before_any_parameter_or_moment_moves()
         np.testing.assert_array_equal(optimizer.v[key], moments[key][1])
 
 
+@pytest.mark.parametrize(("lr", "grads", "name"), [
+    (1e308, GOOD, r"lr = 1e\+308 could move params\['a'\]"),  # the second step would pass float64's largest
+    (0.1, {"a": np.array([1e200, 0, 0]), "b": GOOD["b"]}, r"grads\['a'\] must stay below 1.34e\+154"),  # g * g
+])
+def test_a_step_that_would_overflow_is_refused_and_changes_nothing(lr, grads, name):
+    params = _params()
+    optimizer = Adam(params, lr=lr)
+    optimizer.step(GOOD)  # moves every weight by lr exactly: still finite
+    before = {k: v.copy() for k, v in params.items()}
+    moments = {k: (optimizer.m[k].copy(), optimizer.v[k].copy()) for k in params}
+    with pytest.raises(ValueError, match=name):
+        optimizer.step(grads)
+    assert optimizer.t == 1 and all(np.isfinite(p).all() for p in params.values())
+    for key in params:
+        np.testing.assert_array_equal(params[key], before[key])
+        np.testing.assert_array_equal(optimizer.m[key], moments[key][0])
+        np.testing.assert_array_equal(optimizer.v[key], moments[key][1])
+
+
+@pytest.mark.parametrize(("beta1", "beta2"), [(0.9, 0.999), (0.5, 0.6), (0.99, 0.9)])  # beta1**2 / beta2 < 1, > 1
+def test_the_overflow_checks_bound_holds_for_any_gradients(beta1, beta2):
+    """|m_hat| / sqrt(v_hat) never exceeds adam_ratio_bound: the moments' recurrences run here in a plain loop."""
+    from mhattn.checks.training import adam_ratio_bound
+
+    rng = np.random.default_rng(20)
+    for history in range(200):
+        scales = 10.0 ** rng.uniform(-6, 6, size=40)  # gradients of wildly different sizes, as a bound must allow
+        g = rng.standard_normal(40) * scales * (rng.random(40) < 0.7)  # some exactly 0
+        m = v = 0.0
+        for t, g_t in enumerate(g, start=1):
+            m, v = beta1 * m + (1 - beta1) * g_t, beta2 * v + (1 - beta2) * g_t * g_t
+            if v > 0:
+                ratio = abs(m / (1 - beta1**t)) / np.sqrt(v / (1 - beta2**t))
+                assert ratio <= adam_ratio_bound(t, beta1, beta2) * (1 + 1e-12), (history, t)
+    assert adam_ratio_bound(1, beta1, beta2) == pytest.approx(1.0, rel=1e-12)  # the first step moves by lr exactly
+
+
 def test_a_parameter_whose_shape_changed_is_refused_before_anything_moves():
     params = _params()
     optimizer = Adam(params, lr=0.1)
